@@ -1,0 +1,51 @@
+# Every external dependency of the project, found in one place.
+
+# libtorch: from the PyPI torch wheel (./lab setup), or any libtorch named by CMAKE_PREFIX_PATH / Torch_DIR.
+find_package(Torch QUIET)
+if(NOT Torch_FOUND)
+  message(FATAL_ERROR
+    "libtorch not found. Run ./lab setup (it installs torch==2.13.0 into .venv), or point "
+    "CMAKE_PREFIX_PATH or Torch_DIR at a libtorch 2.4 or newer.")
+endif()
+if(Torch_VERSION VERSION_LESS 2.4)
+  message(FATAL_ERROR "libtorch ${Torch_VERSION} is too old: speedlabs needs 2.4 or newer (found in ${Torch_DIR}).")
+endif()
+message(STATUS "libtorch ${Torch_VERSION} from ${Torch_DIR}")
+# TorchConfig puts the ABI flag into TORCH_CXX_FLAGS; every target must agree with it.
+set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
+set(SPEEDLABS_TORCH_HAS_CUDA OFF)
+if(TARGET torch_cuda OR CAFFE2_USE_CUDA OR USE_CUDA)
+  set(SPEEDLABS_TORCH_HAS_CUDA ON)
+endif()
+
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+if(SPEEDLABS_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+
+# The project's own CUDA kernels: compiled wherever nvcc is found, run only where a GPU is.
+set(SPEEDLABS_HAVE_CUDA_COMPILER OFF)
+if(SPEEDLABS_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)   # A100 and H100/H200, the GPUs the lessons talk about
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(SPEEDLABS_HAVE_CUDA_COMPILER ON)
+  endif()
+endif()
+message(STATUS "speedlabs: exercises from ${SPEEDLABS_EXERCISES}/, own CUDA kernels ${SPEEDLABS_HAVE_CUDA_COMPILER}, libtorch CUDA ${SPEEDLABS_TORCH_HAS_CUDA}")
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+  set(CMAKE_CUDA_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+endif()

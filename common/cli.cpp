@@ -1,0 +1,75 @@
+#include "common/cli.h"
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+#include "common/device.h"
+#include "common/errors.h"
+
+namespace speedlabs {
+
+CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help, int minimum) {
+  return app.add_option(name, value, help)->check(CLI::Range(minimum, std::numeric_limits<int>::max()))->capture_default_str();
+}
+
+namespace {
+
+int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExperiment& run) {
+  if (!flags.json_path.empty()) require_writable(flags.json_path);
+  const c10::Device device = select_device(flags.device);
+  Report report(info.folder, describe(device));
+  std::cout << "lab " << info.folder << " on " << report.device() << (flags.quick ? " (quick)" : "") << "\n";
+  run(LabContext{device, flags}, report);
+  report.print_table(std::cout);
+  if (!flags.json_path.empty()) {
+    write_file_atomically(flags.json_path, report.to_json().dump(2) + "\n");
+    std::cout << "observations written to " << flags.json_path << "\n";
+  }
+  return report.exit_code();
+}
+
+}  // namespace
+
+int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run) {
+  CLI::App app{"speedlabs lab " + info.folder + ": " + info.description};
+  CommonFlags flags;
+  app.add_option("--device", flags.device, "auto picks cuda, then mps, then cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "mps"}))
+      ->capture_default_str();
+  app.add_option("--json", flags.json_path, "write the observations as JSON to this file");
+  app.add_flag("--quick", flags.quick, "small sizes: finishes in seconds");
+  if (add_flags) add_flags(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints --help, or the error and a hint
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  const std::string me = "lab" + info.number;
+  try {
+    return run_and_report(info, flags, run);
+  } catch (const UsageError& e) {
+    std::cerr << me << ": error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const NotImplementedError& e) {
+    std::cerr << me << ": " << e.what() << "\n";
+    return kExitNotImplemented;
+  } catch (const c10::OutOfMemoryError& e) {
+    std::cerr << me << ": out of memory on the device: try a smaller --batch or sequence length.\n"
+              << e.what_without_backtrace() << "\n";
+    return kExitRuntime;
+  } catch (const RuntimeFailure& e) {
+    std::cerr << me << ": error: " << e.what() << "\n";
+    return kExitRuntime;
+  } catch (const c10::Error& e) {
+    std::cerr << me << ": libtorch error: " << e.what_without_backtrace() << "\n";
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    std::cerr << me << ": error: " << e.what() << "\n";
+    return kExitRuntime;
+  }
+}
+
+}  // namespace speedlabs

@@ -1,0 +1,50 @@
+/// @file cli.h
+/// @brief The flags every lab shares and the one main() wrapper that turns outcomes into exit codes.
+///
+/// Parsing is CLI11's (a maintained, header-only library with validators and generated --help).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <c10/core/Device.h>
+#include <functional>
+#include <string>
+
+#include "common/observations.h"
+
+namespace speedlabs {
+
+/// Who a lab program is.
+struct LabInfo {
+  std::string number;       ///< "01"
+  std::string folder;       ///< "01_vectorize"
+  std::string description;  ///< one line for --help
+};
+
+/// The flags every lab has.
+struct CommonFlags {
+  std::string device = "auto";  ///< --device auto|cpu|cuda|mps
+  std::string json_path;        ///< --json PATH: write the observations there
+  bool quick = false;           ///< --quick: small sizes, a few seconds at most
+};
+
+/// What the experiment gets: the chosen device and the common flags.
+struct LabContext {
+  c10::Device device;
+  CommonFlags flags;
+};
+
+/// Adds the lab's own flags to the parser.
+using AddFlags = std::function<void(CLI::App&)>;
+/// Runs the experiment and records what it observed.
+using RunExperiment = std::function<void(const LabContext&, Report&)>;
+
+/// The whole main() of a lab: parse the flags (--help prints them), check the --json path, pick the
+/// device, run, print the observation table, write --json atomically and return the exit code:
+/// 0 all must-hold observations hold, 1 one fails, 2 usage error, 3 the run could not be made
+/// (missing data, NaN, out of memory), 4 an exercise is still a stub.
+int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run);
+
+/// Adds an integer flag that must be at least @p minimum (CLI11 reports a violation as a usage error).
+CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help,
+                          int minimum = 1);
+
+}  // namespace speedlabs
