@@ -1,0 +1,97 @@
+/// @file labs/02_float16_limits/experiment.h
+/// @brief Lab 02: what 16-bit numbers can and cannot hold, in Eigen's and libtorch's types, checked to agree.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <c10/core/ScalarType.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/observations.h"
+
+namespace lab02 {
+
+/// One number format: its bit layout and the three numbers that say what it can hold.
+struct FormatRow {
+  std::string name;        ///< "fp32", "tf32", "fp16" or "bf16"
+  int sign_bits = 0;       ///< always 1
+  int exponent_bits = 0;   ///< sets the range (largest and smallest values)
+  int mantissa_bits = 0;   ///< stored fraction bits (the leading 1 is implicit); sets the precision
+  int storage_bytes = 0;   ///< bytes per value in memory (tf32 lives in float32 storage: 4)
+  double max = 0;              ///< largest finite value
+  double smallest_normal = 0;  ///< smallest value with full precision (below it: subnormals, then 0)
+  double epsilon = 0;          ///< distance from 1 to the next larger value: the relative precision
+  std::string source;          ///< where the numbers come from (which type, or the bit layout)
+};
+
+/// Whose types a table row is computed from.
+enum class Library {
+  eigen,    ///< float, Eigen::half, Eigen::bfloat16 (std::numeric_limits and sizeof)
+  libtorch  ///< float (the C++ type of at::kFloat), at::Half, at::BFloat16; sizes from c10::elementSize
+};
+
+/// The format table (fp32, tf32, fp16, bf16) as one library's types report it.
+///
+/// tf32 has no C++ type in either library (it is a tensor-core mode for float32 matmuls), so its row
+/// is always derived from its bit layout 1/8/10 with format_from_layout().
+/// @param library  whose types to ask
+/// @return         four rows, in the order fp32, tf32, fp16, bf16
+std::vector<FormatRow> format_table(Library library);
+
+/// The row of a binary floating-point format with this layout, from IEEE 754 arithmetic alone:
+/// max = (2 - 2^-m) * 2^bias, smallest normal = 2^(1 - bias), epsilon = 2^-m, with bias = 2^(e-1) - 1.
+/// @param name           the format's name
+/// @param exponent_bits  e, the width of the exponent field
+/// @param mantissa_bits  m, the width of the stored fraction
+/// @param storage_bytes  bytes per value in memory
+/// @return               the row, with source "bit layout 1/e/m"
+FormatRow format_from_layout(const std::string& name, int exponent_bits, int mantissa_bits, int storage_bytes);
+
+/// Prints the table with one row per format.
+/// @param rows  rows from format_table()
+/// @param out   where to print
+void print_format_table(const std::vector<FormatRow>& rows, std::ostream& out);
+
+/// @p x stored in a one-element CPU tensor of @p dtype, read back as a float (libtorch's tensor path).
+/// @param x      the value to store
+/// @param dtype  e.g. at::kHalf
+/// @return       the stored value
+float round_in_tensor(float x, c10::ScalarType dtype);
+
+/// @p a + @p b as two one-element CPU tensors of @p dtype: the sum a training step would get.
+/// @param a      the first operand
+/// @param b      the second operand
+/// @param dtype  e.g. at::kHalf
+/// @return       the sum as stored in @p dtype
+float add_in_tensor(float a, float b, c10::ScalarType dtype);
+
+/// A one-element CPU tensor of @p dtype that gets @p update added in place @p steps times.
+/// @param weight  the starting value
+/// @param update  what each step adds
+/// @param steps   how many steps (0 or more)
+/// @param dtype   e.g. at::kHalf
+/// @return        the final value
+float accumulate_in_tensor(float weight, float update, int steps, c10::ScalarType dtype);
+
+/// The experiment's knobs.
+struct Config {
+  int update_steps = 1000;  ///< how many updates of 1e-4 the weights in each format receive (1 to 100000)
+};
+
+/// Adds lab 02's own flag, --steps (1 to 100000), to the parser; bad values are usage errors (exit 2).
+/// @param app     the lab's parser
+/// @param config  receives the parsed values
+void add_flags(CLI::App& app, Config& config);
+
+/// Prints the format table and every experiment with each library's result, and records the observations
+/// fp32_1_plus_1e-8_is_1, fp16_1000_plus_0.3_is_1000.5, fp16_max_is_65504, fp16_70000_is_inf,
+/// bf16_70000_is_finite, bytes_per_value, weights_7b_fp32_28gb_fp16_14gb, fp16_update_1e-4_on_1_is_lost,
+/// fp32_update_1e-4_on_1_is_kept, bf16_update_1e-4_on_1_is_lost, fp16_weight_stalls_fp32_weight_learns,
+/// fp16_gradient_1e-8_is_0, fp16_gradient_scaled_65536_survives, bf16_gradient_1e-8_is_kept,
+/// format_table and epsilon_constants_match_arithmetic (reported, not must-hold). Everything runs on the CPU: rounding is defined by the format, not by the device.
+/// @param config  the knobs
+/// @param report  where the observations go
+void run(const Config& config, speedlabs::Report& report);
+
+}  // namespace lab02
