@@ -17,6 +17,7 @@ struct LabInfo {
   std::string number;       ///< "01"
   std::string folder;       ///< "01_vectorize"
   std::string description;  ///< one line for --help
+  bool cpu_only = false;    ///< the experiment always runs on the CPU; --device is checked, then reported as cpu
 };
 
 /// The flags every lab has.

@@ -7,7 +7,7 @@ int main(int argc, char** argv) {
   int64_t n = 0;
   int repeats = 0;
   return speedlabs::run_lab(
-      argc, argv, {"01", "01_vectorize", "a loop vs vectorised code, same result, measured speed-up"},
+      argc, argv, {"01", "01_vectorize", "a loop vs vectorised code, same result, measured speed-up (runs on the CPU)", true},
       [&](CLI::App& app) {
         app.add_option("--n", n, "how many values (default 1000000; --quick: 100000)")
             ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
