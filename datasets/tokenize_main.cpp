@@ -1,0 +1,96 @@
+// tokenize: GPT-2 token ids of a text, or the text of token ids. Run as `./lab run tokenize ...`.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/errors.h"
+#include "datasets/data_files.h"
+#include "datasets/gpt2_tokenizer.h"
+
+namespace {
+
+using speedlabs::UsageError;
+
+std::string read_input(const std::string& file) {
+  std::ostringstream bytes;
+  if (file == "-") {
+    bytes << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw UsageError("cannot read '" + file + "'");
+    bytes << in.rdbuf();
+  }
+  return bytes.str();
+}
+
+// Whitespace-separated decimal ids; anything else is a usage error that says where.
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || value < 0 || value >= datasets::GPT2Tokenizer::kVocabSize)
+      throw UsageError("token " + std::to_string(ids.size() + 1) + " is '" + word +
+                       "': expected a GPT-2 token id, an integer from 0 to 50256");
+    ids.push_back(static_cast<int32_t>(value));
+  }
+  return ids;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tokenize: GPT-2 tokens (the same as tiktoken's gpt2) of a text, and back"};
+  std::string data_dir;
+  std::string file;
+  bool count_only = false;
+  bool allow_special = false;
+  app.add_option("--data-dir", data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, else <checkout>/data)");
+  app.require_subcommand(1);
+  CLI::App* encode = app.add_subcommand("encode", "print the token ids of FILE, separated by spaces");
+  encode->add_option("FILE", file, "text file, or - for standard input")->required();
+  encode->add_flag("--count", count_only, "print only the number of tokens");
+  encode->add_flag("--allow-special", allow_special, "turn the text <|endoftext|> into token 50256");
+  CLI::App* decode = app.add_subcommand("decode", "print the text of the whitespace-separated token ids in FILE");
+  decode->add_option("FILE", file, "file of ids, or - for standard input")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? speedlabs::kExitOk : speedlabs::kExitUsage;
+  }
+
+  try {
+    const auto tokenizer = datasets::GPT2Tokenizer::load(datasets::resolve_data_dir(data_dir));
+    const std::string input = read_input(file);
+    if (encode->parsed()) {
+      const std::vector<int32_t> ids = allow_special ? tokenizer.encode_allowing_special(input) : tokenizer.encode(input);
+      if (count_only) {
+        std::cout << ids.size() << "\n";
+      } else {
+        std::string line;
+        for (size_t i = 0; i < ids.size(); ++i) (line += i ? " " : "") += std::to_string(ids[i]);
+        std::cout << line << "\n";
+      }
+    } else {
+      std::cout << tokenizer.decode(parse_ids(input));
+    }
+    std::cout.flush();
+    if (!std::cout) throw speedlabs::RuntimeFailure("could not write the output");
+    return speedlabs::kExitOk;
+  } catch (const UsageError& e) {
+    std::cerr << "tokenize: error: " << e.what() << "\n";
+    return speedlabs::kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "tokenize: error: " << e.what() << "\n";
+    return speedlabs::kExitRuntime;
+  }
+}
