@@ -1,8 +1,5 @@
 #include "common/observations.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -106,28 +103,6 @@ int Report::exit_code() const {
     if (o.must_hold && o.verdict == Verdict::fails) return kExitObservationFailed;
   }
   return kExitOk;
-}
-
-void require_writable(const std::string& path) {
-  const std::string probe = path + ".probe";
-  {
-    std::ofstream out(probe);
-    if (!out) throw UsageError("cannot write '" + path + "': the folder does not exist or is not writable");
-  }
-  std::remove(probe.c_str());
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw RuntimeFailure("could not write '" + temporary + "'");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) throw RuntimeFailure("could not move '" + temporary + "' to '" + path + "': " + error.message());
 }
 
 }  // namespace speedlabs

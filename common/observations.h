@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/files.h"
+
 namespace speedlabs {
 
 /// The outcome of one observation on this run.
@@ -23,7 +25,7 @@ struct Observation {
   std::string claim;       ///< the claim in words
   nlohmann::json measured; ///< what this run measured (a number, a string, a small object)
   std::string expected;    ///< the expected value or the rule the measurement is held against
-  Verdict verdict = Verdict::fails;
+  Verdict verdict = Verdict::fails;  ///< what this run found
   bool must_hold = true;   ///< when true, a `fails` verdict makes the program exit 1
   std::string reason;      ///< why the observation is not_applicable (e.g. "no CUDA GPU")
 };
@@ -52,8 +54,11 @@ class Report {
   /// The observation with this id; throws std::out_of_range if there is none.
   const Observation& at(const std::string& id) const;
 
+  /// Every observation, in the order added.
   const std::vector<Observation>& observations() const { return observations_; }
+  /// The lab's folder name.
   const std::string& lab() const { return lab_; }
+  /// The device description.
   const std::string& device() const { return device_; }
 
   /// {"lab", "device", "libtorch", "observations": [...]}
@@ -70,11 +75,5 @@ class Report {
   std::string device_;
   std::vector<Observation> observations_;
 };
-
-/// Throws UsageError unless a file can be created at @p path (checked before a long run, not after).
-void require_writable(const std::string& path);
-
-/// Writes @p text to @p path through a temporary file and a rename, so a reader never sees half a file.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace speedlabs

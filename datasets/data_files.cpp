@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <array>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "datasets/gpt2_tokenizer.h"
 
 namespace datasets {
@@ -78,28 +78,6 @@ std::string read_file_bytes(const fs::path& path) {
   return bytes.str();
 }
 
-// Unlike common's write_file_atomically, the temporary name is unique per process and call:
-// parallel test processes may write the same cache file at once, and each must rename a whole file.
-bool try_write_atomically(const fs::path& path, std::string_view bytes) {
-  static std::atomic<int> counter{0};
-  const fs::path temporary =
-      path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      return false;
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, path, error);
-  if (error) fs::remove(temporary, error);
-  return !error;
-}
-
 const DataFile& manifest_entry(const std::string& relative_path) {
   for (const DataFile& file : manifest())
     if (file.relative_path == relative_path) return file;
@@ -139,7 +117,7 @@ void remember_verified(const std::string& identity, const std::string& sum) {
   sum_by_identity[identity] = sum;
   std::string text;
   for (const auto& [key, value] : sum_by_identity) text += value + '\t' + key + '\n';
-  try_write_atomically(stamp, text);  // a stamp that cannot be written only costs a re-hash next time
+  speedlabs::try_write_file_atomically(stamp, text);  // a stamp that cannot be written only costs a re-hash next time
 }
 
 }  // namespace
@@ -256,7 +234,7 @@ TokenizedText load_tokens_cached(const GPT2Tokenizer& tokenizer, const fs::path&
   result.ids = tokenizer.encode(text);
   std::string bytes = cache_header(text_sum, tokenizer.fingerprint(), result.ids.size());
   bytes.append(reinterpret_cast<const char*>(result.ids.data()), result.ids.size() * sizeof(int32_t));
-  if (try_write_atomically(file, bytes)) result.cache_file = file;
+  if (speedlabs::try_write_file_atomically(file, bytes)) result.cache_file = file;
   return result;
 }
 
