@@ -29,8 +29,8 @@ struct CommonFlags {
 
 /// What the experiment gets: the chosen device and the common flags.
 struct LabContext {
-  c10::Device device;
-  CommonFlags flags;
+  c10::Device device;  ///< the device chosen from --device (the CPU for a cpu_only lab)
+  CommonFlags flags;   ///< the common flags as given
 };
 
 /// Adds the lab's own flags to the parser.

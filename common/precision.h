@@ -38,6 +38,8 @@ void apply_matmul_precision(Precision p);
 /// Restores the previous float32 matmul precision when it goes out of scope.
 class MatmulPrecisionScope {
  public:
+  /// Sets the matmul precision of @p p until the scope ends.
+  /// @param p  the precision mode
   explicit MatmulPrecisionScope(Precision p);
   ~MatmulPrecisionScope();
   MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;

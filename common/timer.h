@@ -17,9 +17,9 @@ struct TimingOptions {
 struct TimingStats {
   double first_ms = 0;              ///< the very first call (cold: allocation, kernel loading, caches)
   std::vector<double> samples_ms;   ///< each measured call
-  double median_ms = 0;
-  double min_ms = 0;
-  double max_ms = 0;
+  double median_ms = 0;             ///< the median of samples_ms: robust to a stray slow call
+  double min_ms = 0;                ///< the fastest measured call
+  double max_ms = 0;                ///< the slowest measured call
 };
 
 /// Median, min and max of @p samples_ms (which must not be empty); first_ms is left as is.
