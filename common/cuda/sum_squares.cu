@@ -1,0 +1,137 @@
+// The sum of squares twice: one GPU thread looping serially, and a parallel reduction.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda/kernels.h"
+
+namespace speedlabs::cuda {
+namespace {
+
+constexpr int kThreads = 256;   // threads per block: a power of two, for the tree reduction
+constexpr int kMaxBlocks = 1024;  // the partials must fit one block of the second pass
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+struct DeviceFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+using DeviceBuffer = std::unique_ptr<double, DeviceFree>;
+
+DeviceBuffer device_alloc(int64_t count) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, static_cast<size_t>(count) * sizeof(double)), "cudaMalloc");
+  return DeviceBuffer(static_cast<double*>(p));
+}
+
+struct EventDestroy {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<CUevent_st, EventDestroy>;
+
+Event make_event() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "cudaEventCreate");
+  return Event(e);
+}
+
+__global__ void sum_squares_one_thread(const double* x, int64_t n, double* out) {
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) total += x[i] * x[i];
+  *out = total;
+}
+
+// Sums a value per thread across the block; thread 0 ends up with the block's total.
+__device__ double block_sum(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
+// One partial sum per block (of squares when Square); a fixed order, so the result is reproducible.
+template <bool Square>
+__global__ void reduce_blocks(const double* x, int64_t n, double* block_totals) {
+  double value = 0.0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    value += Square ? x[i] * x[i] : x[i];
+  }
+  const double total = block_sum(value);
+  if (threadIdx.x == 0) block_totals[blockIdx.x] = total;
+}
+
+void launch(SumSquaresMethod method, const double* x, int64_t n, double* partials, double* out) {
+  if (method == SumSquaresMethod::serial) {
+    sum_squares_one_thread<<<1, 1>>>(x, n, out);
+  } else {
+    const int64_t wanted = (n + kThreads - 1) / kThreads;
+    const int blocks = static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
+    reduce_blocks<true><<<blocks, kThreads>>>(x, n, partials);
+    reduce_blocks<false><<<1, kThreads>>>(partials, blocks, out);
+  }
+  check(cudaGetLastError(), "kernel launch");
+}
+
+}  // namespace
+
+GpuPresence find_gpus() {
+  GpuPresence presence;
+  const cudaError_t status = cudaGetDeviceCount(&presence.count);
+  if (status != cudaSuccess) {
+    presence.count = 0;
+    // With no NVIDIA driver at all the runtime says "driver insufficient"; say what that means here.
+    presence.reason = status == cudaErrorInsufficientDriver
+                          ? "no CUDA GPU: no NVIDIA driver, or one older than this CUDA runtime (cudaGetDeviceCount)"
+                          : std::string("no CUDA GPU: cudaGetDeviceCount: ") + cudaGetErrorString(status);
+    cudaGetLastError();  // clear the sticky error so later calls start clean
+  } else if (presence.count == 0) {
+    presence.reason = "the CUDA runtime sees no GPU";
+  }
+  return presence;
+}
+
+std::string to_string(SumSquaresMethod method) {
+  return method == SumSquaresMethod::serial ? "serial" : "parallel";
+}
+
+KernelRun sum_squares(const double* x, int64_t n, SumSquaresMethod method, int warmup, int repeats) {
+  if (n < 1) throw std::invalid_argument("sum_squares: n must be at least 1");
+  if (warmup < 0 || repeats < 1) throw std::invalid_argument("sum_squares: warmup >= 0 and repeats >= 1 needed");
+  const GpuPresence gpus = find_gpus();
+  if (gpus.count == 0) throw std::runtime_error("sum_squares: " + gpus.reason);
+  check(cudaSetDevice(0), "cudaSetDevice");
+
+  DeviceBuffer data = device_alloc(n);
+  DeviceBuffer partials = device_alloc(kMaxBlocks);
+  DeviceBuffer out = device_alloc(1);
+  check(cudaMemcpy(data.get(), x, static_cast<size_t>(n) * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
+
+  const Event start = make_event();
+  const Event end = make_event();
+  KernelRun run;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    check(cudaEventRecord(start.get()), "cudaEventRecord");
+    launch(method, data.get(), n, partials.get(), out.get());
+    check(cudaEventRecord(end.get()), "cudaEventRecord");
+    check(cudaEventSynchronize(end.get()), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start.get(), end.get()), "cudaEventElapsedTime");
+    if (i == 0) run.first_ms = ms;
+    if (i >= warmup) run.times_ms.push_back(ms);
+  }
+  check(cudaMemcpy(&run.sum, out.get(), sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  return run;
+}
+
+}  // namespace speedlabs::cuda

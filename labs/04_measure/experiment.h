@@ -1,0 +1,65 @@
+/// @file labs/04_measure/experiment.h
+/// @brief Lab 04: measure before you believe. fp32 vs bf16 on the CPU and the GPU, the synchronize
+/// trap, warm-up, peak memory, and a CUDA kernel of the project's own (one thread vs a reduction).
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/observations.h"
+#include "common/timer.h"
+
+namespace lab04 {
+
+/// The lesson's model: Linear(512, 2048), GELU, Linear(2048, 512), initialised from @p seed.
+torch::nn::Sequential make_model(uint64_t seed);
+
+/// What the CPU offers for bfloat16 arithmetic, from the kernel's CPU flags.
+struct CpuFeatures {
+  std::string model;         ///< "model name" from /proc/cpuinfo, empty when unknown
+  bool known = false;        ///< false when no flags line could be read (not Linux, no /proc)
+  bool avx512f = false;      ///< 512-bit vectors
+  bool avx512_bf16 = false;  ///< AVX-512 BF16: bfloat16 dot products in vector registers
+  bool amx_bf16 = false;     ///< AMX-BF16: bfloat16 matrix tiles (Sapphire Rapids and later)
+};
+
+/// Reads the model name and the first "flags" line out of /proc/cpuinfo-formatted @p text.
+CpuFeatures parse_cpuinfo(const std::string& text);
+
+/// parse_cpuinfo() of this machine's /proc/cpuinfo (known = false where there is none).
+CpuFeatures read_cpu_features();
+
+/// Resident memory of this process now, in bytes (VmRSS), or nullopt where /proc is not there.
+std::optional<int64_t> current_rss_bytes();
+
+/// Peak resident memory of this process since the last reset_peak_rss(), in bytes (VmHWM), or nullopt.
+std::optional<int64_t> peak_rss_bytes();
+
+/// Resets the peak that peak_rss_bytes() reports (Linux: writes 5 to /proc/self/clear_refs).
+/// @return false where that is not allowed; the peak then covers the process's whole life
+bool reset_peak_rss();
+
+/// The experiment's knobs.
+struct Config {
+  int64_t batch = 256;        ///< rows of the lesson's input (256x512)
+  int64_t large_batch = 16384;  ///< GPU only: big enough that the GPU computes longer than the host takes to queue
+  uint64_t seed = 0;          ///< model and input seed
+  speedlabs::TimingOptions timing{3, 20};       ///< every benchmark variant
+  int64_t kernel_n = 1 << 20;                   ///< doubles summed by the CUDA kernels
+  speedlabs::TimingOptions kernel_timing{1, 5};  ///< launches of each CUDA kernel
+  bool cpu_only = false;      ///< --device cpu: leave any GPU alone, its observations are not_applicable
+};
+
+/// The settings --quick uses: fewer repeats, a smaller large batch and kernel; the lesson's batch stays.
+Config quick_config();
+
+/// Runs the benchmark on the CPU, and on @p device too when it is a CUDA GPU, then the CUDA kernels
+/// when a GPU is there; records autocast_bf16_output_dtype, cpu_fp32_ms, cpu_bf16_ms, cpu_bf16_vs_fp32,
+/// first_call_slower_than_median, gpu_unsynced_time_is_misleading, gpu_bf16_vs_fp32,
+/// gpu_parallel_kernel_vs_serial and gpu_kernel_matches_cpu (the gpu_ ones not_applicable without a GPU).
+/// Every benchmark time comes from lab04::measure(), the exercise.
+void run(const Config& config, const c10::Device& device, speedlabs::Report& report);
+
+}  // namespace lab04

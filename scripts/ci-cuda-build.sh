@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# CI: configure and build every target against a CUDA-enabled libtorch, so GPU code paths
+# (events, streams, allocator stats, the project's .cu kernels) compile and link on every run,
+# even on a machine without a GPU. No test runs here.
+#
+#   scripts/ci-cuda-build.sh [extra ninja arguments, e.g. target names]
+#
+# Environment: SPEEDLABS_CUDA_VENV (default .venv-cuda), SPEEDLABS_CUDA_BUILD (default build-cuda),
+# SPEEDLABS_CUDA_HOME (default /usr/local/cuda-13.0, the nvcc toolkit), PYTHON (default python3).
+# Idempotent: a venv that already holds the right torch is reused, the build tree is reconfigured in place.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${SPEEDLABS_CUDA_VENV:-$root/.venv-cuda}
+build=${SPEEDLABS_CUDA_BUILD:-$root/build-cuda}
+cuda_home=${SPEEDLABS_CUDA_HOME:-/usr/local/cuda-13.0}
+torch_version=2.14.1
+
+[[ -x "$cuda_home/bin/nvcc" ]] || { echo "ci-cuda-build: no nvcc in $cuda_home/bin (set SPEEDLABS_CUDA_HOME)" >&2; exit 2; }
+
+# 1. The CUDA libtorch, in its own venv (pip takes the wheel and the nvidia-* wheels from local disk).
+has_cuda_torch() {
+  "$venv/bin/python" - "$torch_version" 2>/dev/null <<'PY'
+import sys, torch
+sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] and torch.version.cuda else 1)
+PY
+}
+if ! has_cuda_torch; then
+  echo "ci-cuda-build: installing torch==$torch_version (CUDA) into $venv"
+  "${PYTHON:-python3}" -m venv "$venv"
+  "$venv/bin/pip" install --quiet "torch==$torch_version"
+  has_cuda_torch || { echo "ci-cuda-build: torch in $venv is not a CUDA $torch_version build" >&2; exit 3; }
+fi
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+prefix=$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+wheel_cuda="$site/nvidia/cu13"   # cuBLAS, NVRTC, cuFFT, ... headers and libraries from the nvidia-* wheels
+[[ -d "$wheel_cuda/lib" ]] || { echo "ci-cuda-build: $wheel_cuda not found: is this a CUDA 13 torch?" >&2; exit 3; }
+
+# 2. One CUDA toolkit folder for find_package(Torch): nvcc and the runtime from $cuda_home, the math
+#    libraries torch links (cuBLAS, NVRTC, ...) from the wheels, which ship only versioned .so names.
+toolkit="$build/cuda-toolkit"
+rm -rf "$toolkit"
+mkdir -p "$toolkit/include" "$toolkit/lib" "$toolkit/targets/x86_64-linux"
+ln -s "$cuda_home/bin" "$toolkit/bin"
+ln -s "$cuda_home/nvvm" "$toolkit/nvvm"
+ln -s lib "$toolkit/lib64"
+# nvcc finds headers and libraries relative to where it is called from: the same layout as $cuda_home.
+ln -s ../../include "$toolkit/targets/x86_64-linux/include"
+ln -s ../../lib "$toolkit/targets/x86_64-linux/lib"
+for dir in "$cuda_home/include" "$wheel_cuda/include"; do
+  for entry in "$dir"/*; do [[ -e "$toolkit/include/${entry##*/}" ]] || ln -s "$entry" "$toolkit/include/"; done
+done
+for dir in "$cuda_home/lib64" "$wheel_cuda/lib"; do
+  for entry in "$dir"/*; do
+    name=${entry##*/}
+    [[ -e "$toolkit/lib/$name" ]] || ln -s "$entry" "$toolkit/lib/$name"
+    unversioned=${name%%.so.*}.so   # libcublas.so.13 -> libcublas.so, what find_library looks for
+    if [[ "$name" == *.so.* && ! -e "$toolkit/lib/$unversioned" ]]; then ln -s "$entry" "$toolkit/lib/$unversioned"; fi
+  done
+done
+
+# 3. Configure and build everything.
+configure_log="$build/ci-cuda-configure.log"
+cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CUDA_COMPILER="$toolkit/bin/nvcc" \
+  -DCUDAToolkit_ROOT="$toolkit" \
+  -DCUDA_TOOLKIT_ROOT_DIR="$toolkit" \
+  -DTORCH_CUDA_ARCH_LIST="8.0;9.0" | tee "$configure_log"
+# find_package(Torch) can quietly fall back to no CUDA; then this build would prove nothing.
+grep -q "libtorch CUDA ON" "$configure_log" || { echo "ci-cuda-build: libtorch was configured without CUDA" >&2; exit 3; }
+cmake --build "$build" -- "$@"
+echo "ci-cuda-build: ${*:-every target} built against libtorch $torch_version (CUDA) in $build"

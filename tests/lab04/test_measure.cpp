@@ -1,0 +1,125 @@
+// Lab 04 on the CPU: the timing exercise, the memory and CPU-feature helpers, and the lab's
+// observations at a small size, through the same experiment the program runs. No test asserts an
+// absolute time: sleeps give lower bounds only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "common/errors.h"
+#include "exercise.h"
+#include "experiment.h"
+#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#include "common/cuda/kernels.h"
+#endif
+
+namespace {
+
+const c10::Device kCpu(c10::kCPU);
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+TEST(Lab04Exercise, CallsWarmupThenRepeats) {
+  int calls = 0;
+  const auto stats = lab04::measure([&] { ++calls; }, kCpu, {2, 5});
+  EXPECT_EQ(calls, 7);
+  EXPECT_EQ(stats.samples_ms.size(), 5u);
+}
+
+TEST(Lab04Exercise, WarmupStaysOutOfTheStatistics) {
+  // Call 0 is the warm-up and sleeps 30 ms; the measured calls sleep 1, 9, 3, 7, 5 ms in that order.
+  const std::vector<int> sleeps{30, 1, 9, 3, 7, 5};
+  size_t call = 0;
+  const auto stats = lab04::measure([&] { sleep_ms(sleeps.at(call++)); }, kCpu, {1, 5});
+  ASSERT_EQ(stats.samples_ms.size(), 5u);
+  EXPECT_GE(stats.first_ms, 30.0);
+  for (size_t i = 0; i < 5; ++i) EXPECT_GE(stats.samples_ms[i], sleeps[i + 1]) << "sample " << i << " is in call order";
+  // The statistics are those of the samples themselves.
+  std::vector<double> sorted = stats.samples_ms;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(stats.median_ms, sorted[2]);
+  EXPECT_EQ(stats.min_ms, sorted.front());
+  EXPECT_EQ(stats.max_ms, sorted.back());
+  EXPECT_GE(stats.median_ms, 5.0);  // at least three samples slept 5 ms or more
+}
+
+TEST(Lab04Exercise, WithoutWarmupTheFirstCallIsTheFirstSample) {
+  const auto stats = lab04::measure([] { sleep_ms(2); }, kCpu, {0, 3});
+  ASSERT_EQ(stats.samples_ms.size(), 3u);
+  EXPECT_EQ(stats.first_ms, stats.samples_ms.front());
+  EXPECT_GE(stats.min_ms, 2.0);
+}
+
+TEST(Lab04Exercise, RejectsBadCounts) {
+  EXPECT_THROW(lab04::measure([] {}, kCpu, {0, 0}), speedlabs::UsageError);
+  EXPECT_THROW(lab04::measure([] {}, kCpu, {-1, 3}), speedlabs::UsageError);
+}
+
+TEST(Lab04Helpers, ParsesCpuFlags) {
+  const auto features = lab04::parse_cpuinfo(
+      "processor\t: 0\nmodel name\t: Example CPU @ 2.0GHz\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile\n"
+      "processor\t: 1\nflags\t\t: fpu avx512_bf16\n");
+  EXPECT_TRUE(features.known);
+  EXPECT_EQ(features.model, "Example CPU @ 2.0GHz");
+  EXPECT_TRUE(features.avx512f);
+  EXPECT_TRUE(features.amx_bf16);
+  EXPECT_FALSE(features.avx512_bf16);  // only the first processor's flags are read
+  EXPECT_FALSE(lab04::parse_cpuinfo("").known);
+}
+
+TEST(Lab04Helpers, PeakRssSeesATouchedBuffer) {
+  if (!lab04::reset_peak_rss() || !lab04::current_rss_bytes()) GTEST_SKIP() << "no resettable peak RSS here";
+  const int64_t before = *lab04::current_rss_bytes();
+  constexpr size_t kBytes = 64u << 20;
+  std::vector<char> buffer(kBytes);
+  std::memset(buffer.data(), 1, buffer.size());  // touched pages become resident
+  // Pages of the buffer may be reused from freed memory already counted in `before`, hence 3/4.
+  EXPECT_GE(*lab04::peak_rss_bytes() - before, static_cast<int64_t>(kBytes) * 3 / 4);
+  EXPECT_EQ(buffer[kBytes - 1], 1);
+}
+
+#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+TEST(Lab04Kernels, RejectsBadArgumentsWithoutAGpu) {
+  const double x[] = {1.0};
+  using speedlabs::cuda::SumSquaresMethod;
+  EXPECT_THROW(speedlabs::cuda::sum_squares(x, 0, SumSquaresMethod::parallel, 0, 1), std::invalid_argument);
+  EXPECT_THROW(speedlabs::cuda::sum_squares(x, 1, SumSquaresMethod::serial, 0, 0), std::invalid_argument);
+  const auto gpus = speedlabs::cuda::find_gpus();
+  EXPECT_EQ(gpus.count == 0, !gpus.reason.empty());
+  if (gpus.count == 0) {
+    EXPECT_THROW(speedlabs::cuda::sum_squares(x, 1, SumSquaresMethod::serial, 0, 1), std::runtime_error);
+  }
+}
+#endif
+
+TEST(Lab04Observations, CpuRunRecordsEveryObservation) {
+  lab04::Config config = lab04::quick_config();
+  config.batch = 64;
+  config.timing = {1, 3};
+  config.cpu_only = true;
+  speedlabs::Report report("04_measure", "cpu");
+  lab04::run(config, kCpu, report);
+
+  EXPECT_EQ(report.at("autocast_bf16_output_dtype").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("autocast_bf16_output_dtype").measured.at("dtype"), "BFloat16");
+  for (const char* id : {"cpu_fp32_ms", "cpu_bf16_ms"}) {
+    EXPECT_EQ(report.at(id).verdict, speedlabs::Verdict::holds) << id;
+    EXPECT_GT(report.at(id).measured.at("median_ms").get<double>(), 0.0) << id;
+    EXPECT_EQ(report.at(id).measured.at("batch"), 64) << id;
+  }
+  const auto& ratio = report.at("cpu_bf16_vs_fp32");
+  EXPECT_FALSE(ratio.must_hold);  // what it shows depends on the CPU; it is reported, not required
+  EXPECT_GT(ratio.measured.at("ratio_bf16_over_fp32").get<double>(), 0.0);
+  EXPECT_EQ(ratio.verdict == speedlabs::Verdict::holds, ratio.measured.at("ratio_bf16_over_fp32").get<double>() > 1.0);
+  EXPECT_TRUE(report.at("first_call_slower_than_median").measured.contains("cpu"));
+  for (const char* id : {"gpu_unsynced_time_is_misleading", "gpu_bf16_vs_fp32", "gpu_parallel_kernel_vs_serial",
+                         "gpu_kernel_matches_cpu"}) {
+    EXPECT_EQ(report.at(id).verdict, speedlabs::Verdict::not_applicable) << id;
+    EXPECT_FALSE(report.at(id).reason.empty()) << id;
+  }
+  EXPECT_EQ(report.exit_code(), 0);
+}
+
+}  // namespace
