@@ -1,0 +1,278 @@
+#include "common/gpt.h"
+
+#include <ATen/Context.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "common/autocast_guard.h"
+#include "common/errors.h"
+#include "common/observations.h"
+
+namespace speedlabs::gpt {
+
+GPTConfig GPTConfig::gpt2() { return GPTConfig{}; }
+
+GPTConfig GPTConfig::tiny() {
+  GPTConfig config;
+  config.block_size = 128;
+  config.n_layer = 2;
+  config.n_head = 4;
+  config.n_embd = 64;
+  return config;
+}
+
+GPTConfig GPTConfig::by_name(const std::string& name) {
+  if (name == "gpt2") return gpt2();
+  if (name == "tiny") return tiny();
+  throw UsageError("unknown model config '" + name + "': choose gpt2 or tiny");
+}
+
+torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+}
+
+namespace {
+
+// Matches the chapter's init: every weight N(0, std), every bias 0.
+torch::nn::Linear make_linear(int64_t in, int64_t out, double std) {
+  torch::nn::Linear linear(torch::nn::LinearOptions(in, out).bias(true));
+  torch::NoGradGuard no_grad;
+  linear->weight.normal_(0.0, std);
+  linear->bias.zero_();
+  return linear;
+}
+
+constexpr double kInitStd = 0.02;
+
+double residual_std(const GPTConfig& config) { return kInitStd / std::sqrt(2.0 * config.n_layer); }
+
+}  // namespace
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GPTConfig& config, AttentionFn attention)
+    : n_head_(config.n_head), attention_(std::move(attention)) {
+  if (config.n_embd % config.n_head != 0) {
+    throw UsageError("n_embd (" + std::to_string(config.n_embd) + ") must be a multiple of n_head (" +
+                     std::to_string(config.n_head) + ")");
+  }
+  c_attn = register_module("c_attn", make_linear(config.n_embd, 3 * config.n_embd, kInitStd));
+  c_proj = register_module("c_proj", make_linear(config.n_embd, config.n_embd, residual_std(config)));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  const auto qkv = c_attn->forward(x).split(C, /*dim=*/2);
+  // (B, T, C) -> (B, n_head, T, head_size): each head attends independently.
+  const auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head_, C / n_head_}).transpose(1, 2); };
+  const auto y = attention_(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
+  return c_proj->forward(y.transpose(1, 2).contiguous().view({B, T, C}));
+}
+
+MLPImpl::MLPImpl(const GPTConfig& config) {
+  c_fc = register_module("c_fc", make_linear(config.n_embd, 4 * config.n_embd, kInitStd));
+  c_proj = register_module("c_proj", make_linear(4 * config.n_embd, config.n_embd, residual_std(config)));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  return c_proj->forward(torch::gelu(c_fc->forward(x), "tanh"));
+}
+
+BlockImpl::BlockImpl(const GPTConfig& config, AttentionFn attention) {
+  ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd})));
+  attn = register_module("attn", CausalSelfAttention(config, std::move(attention)));
+  ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd})));
+  mlp = register_module("mlp", MLP(config));
+}
+
+torch::Tensor BlockImpl::forward(torch::Tensor x) {
+  x = x + attn->forward(ln_1->forward(x));
+  return x + mlp->forward(ln_2->forward(x));
+}
+
+GPTImpl::GPTImpl(const GPTConfig& config, AttentionFn attention) : config_(config) {
+  // The Python model keeps these under `transformer.`; a ModuleDict gives the same parameter names.
+  wte = torch::nn::Embedding(config.vocab_size, config.n_embd);
+  wpe = torch::nn::Embedding(config.block_size, config.n_embd);
+  h = torch::nn::ModuleList();
+  for (int64_t i = 0; i < config.n_layer; ++i) h->push_back(Block(config, attention));
+  ln_f = torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd}));
+  register_module("transformer", torch::nn::ModuleDict(std::vector<std::pair<std::string, std::shared_ptr<Module>>>{
+                                      {"wte", wte.ptr()}, {"wpe", wpe.ptr()}, {"h", h.ptr()}, {"ln_f", ln_f.ptr()}}));
+  torch::NoGradGuard no_grad;
+  wte->weight.normal_(0.0, kInitStd);
+  wpe->weight.normal_(0.0, kInitStd);
+}
+
+GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
+  const int64_t T = idx.size(1);
+  if (T > config_.block_size) {
+    throw UsageError("sequence length " + std::to_string(T) + " is longer than the model's block size " +
+                     std::to_string(config_.block_size));
+  }
+  const auto positions = torch::arange(T, idx.options().dtype(torch::kLong));
+  auto x = wte->forward(idx) + wpe->forward(positions);
+  for (const auto& block : *h) x = block->as<Block>()->forward(x);
+  x = ln_f->forward(x);
+  GPTOutput out;
+  out.logits = torch::nn::functional::linear(x, wte->weight);  // the tied lm_head, no bias
+  if (targets.defined()) {
+    out.loss = torch::nn::functional::cross_entropy(out.logits.view({-1, out.logits.size(-1)}), targets.view({-1}));
+  }
+  return out;
+}
+
+void GPTImpl::set_attention(const AttentionFn& attention) {
+  for (const auto& block : *h) block->as<Block>()->attn->set_attention(attention);
+}
+
+int64_t parameter_count(GPT& model) {
+  int64_t total = 0;
+  for (const auto& p : model->parameters()) total += p.numel();  // parameters() lists the tied weight once
+  return total;
+}
+
+torch::optim::AdamW make_adamw(GPT& model, double lr) {
+  return torch::optim::AdamW(model->parameters(),
+                             torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
+}
+
+namespace {
+
+// torch.set_float32_matmul_precision for one step; the global setting is restored afterwards.
+class MatmulPrecisionSetting {
+ public:
+  explicit MatmulPrecisionSetting(const std::string& precision) : previous_(current_matmul_precision()) {
+    at::globalContext().setFloat32MatmulPrecision(precision);
+  }
+  ~MatmulPrecisionSetting() { at::globalContext().setFloat32MatmulPrecision(previous_); }
+  MatmulPrecisionSetting(const MatmulPrecisionSetting&) = delete;
+  MatmulPrecisionSetting& operator=(const MatmulPrecisionSetting&) = delete;
+
+ private:
+  std::string previous_;
+};
+
+}  // namespace
+
+torch::Tensor train_step(GPT& model, torch::optim::Optimizer& optimizer, GradScaler& scaler, const torch::Tensor& x,
+                         const torch::Tensor& y, const StepPrecision& setup) {
+  if (setup.matmul_precision != "highest" && setup.matmul_precision != "high") {
+    throw UsageError("matmul precision must be 'highest' or 'high', not '" + setup.matmul_precision + "'");
+  }
+  MatmulPrecisionSetting matmul(setup.matmul_precision);
+  torch::Tensor loss;
+  {
+    // Autocast covers the forward pass and the loss only; backward runs each op in its forward dtype.
+    AutocastGuard autocast(x.device().type(), setup.autocast_dtype.value_or(c10::kFloat),
+                           setup.autocast_dtype.has_value());
+    loss = model->forward(x, y).loss;
+  }
+  if (setup.scale_loss) {
+    scaler.scale(loss).backward();
+    scaler.step(optimizer);  // unscales the gradients, skips the step if any is inf or NaN
+    scaler.update();
+  } else {
+    loss.backward();
+    optimizer.step();
+  }
+  optimizer.zero_grad();
+  return loss.detach().to(torch::kFloat);
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'P', 'D', 'L', 'T', 'N', 'S', 'R'};
+constexpr uint32_t kVersion = 1;
+enum : uint8_t { kFloat32 = 0, kInt64 = 1 };
+
+template <typename T>
+void put(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));  // the supported hosts are little-endian
+}
+
+class Reader {
+ public:
+  Reader(std::string bytes, std::string path) : bytes_(std::move(bytes)), path_(std::move(path)) {}
+  template <typename T>
+  T get() {
+    T value;
+    std::memcpy(&value, take(sizeof(T)), sizeof(T));
+    return value;
+  }
+  const char* take(size_t n) {
+    if (n > bytes_.size() - offset_) throw RuntimeFailure("tensor file '" + path_ + "' is truncated");
+    const char* p = bytes_.data() + offset_;
+    offset_ += n;
+    return p;
+  }
+  bool at_end() const { return offset_ == bytes_.size(); }
+
+ private:
+  std::string bytes_;
+  std::string path_;
+  size_t offset_ = 0;
+};
+
+}  // namespace
+
+void write_tensor_file(const std::string& path, const NamedTensors& tensors) {
+  std::string out(kMagic, sizeof(kMagic));
+  put<uint32_t>(out, kVersion);
+  put<uint32_t>(out, static_cast<uint32_t>(tensors.size()));
+  for (const auto& [name, tensor] : tensors) {
+    const auto t = tensor.detach().to(torch::kCPU).contiguous();
+    uint8_t code;
+    if (t.scalar_type() == torch::kFloat) {
+      code = kFloat32;
+    } else if (t.scalar_type() == torch::kLong) {
+      code = kInt64;
+    } else {
+      throw UsageError("tensor '" + name + "': only float32 and int64 can be written, not " +
+                       std::string(c10::toString(t.scalar_type())));
+    }
+    put<uint32_t>(out, static_cast<uint32_t>(name.size()));
+    out += name;
+    put<uint8_t>(out, code);
+    put<uint32_t>(out, static_cast<uint32_t>(t.dim()));
+    for (int64_t size : t.sizes()) put<int64_t>(out, size);
+    out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
+  write_file_atomically(path, out);
+}
+
+NamedTensors read_tensor_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RuntimeFailure("cannot open tensor file '" + path + "'");
+  Reader reader(std::string(std::istreambuf_iterator<char>(in), {}), path);
+  if (std::memcmp(reader.take(sizeof(kMagic)), kMagic, sizeof(kMagic)) != 0) {
+    throw RuntimeFailure("'" + path + "' is not a speedlabs tensor file (bad magic)");
+  }
+  const auto version = reader.get<uint32_t>();
+  if (version != kVersion) {
+    throw RuntimeFailure("tensor file '" + path + "' has version " + std::to_string(version) + ", expected " +
+                         std::to_string(kVersion));
+  }
+  const auto count = reader.get<uint32_t>();
+  NamedTensors tensors;
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto name_length = reader.get<uint32_t>();
+    std::string name(reader.take(name_length), name_length);
+    const auto code = reader.get<uint8_t>();
+    if (code != kFloat32 && code != kInt64) throw RuntimeFailure("tensor '" + name + "' has an unknown dtype code");
+    const auto ndim = reader.get<uint32_t>();
+    std::vector<int64_t> sizes(ndim);
+    for (auto& size : sizes) {
+      size = reader.get<int64_t>();
+      if (size < 0) throw RuntimeFailure("tensor '" + name + "' has a negative size");
+    }
+    auto tensor = torch::empty(sizes, code == kFloat32 ? torch::kFloat : torch::kLong);
+    std::memcpy(tensor.data_ptr(), reader.take(tensor.nbytes()), tensor.nbytes());
+    tensors.emplace_back(std::move(name), std::move(tensor));
+  }
+  if (!reader.at_end()) throw RuntimeFailure("tensor file '" + path + "' has bytes after its last tensor");
+  return tensors;
+}
+
+}  // namespace speedlabs::gpt

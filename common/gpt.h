@@ -1,0 +1,191 @@
+/// @file gpt.h
+/// @brief GPT-2 (the 124M model of chapter 9) in libtorch, its training step in four precisions, and a
+/// small tensor file format for comparing it with the Python reference.
+///
+/// The architecture is the one of the chapter's code: token + position embeddings, pre-LayerNorm
+/// blocks (causal self-attention, then a GELU(tanh) MLP, each added to the residual stream), a final
+/// LayerNorm and an `lm_head` without bias that shares its weight with the token embedding.
+/// Parameter names follow the Python model (`transformer.h.0.attn.c_attn.weight`, ...), so the
+/// parity test (tests/reference/gpt_reference.py) can load them by name.
+#pragma once
+#include <torch/torch.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/grad_scaler.h"
+#include "common/precision.h"
+
+namespace speedlabs::gpt {
+
+/// The size of the model.
+struct GPTConfig {
+  int64_t block_size = 1024;  ///< longest sequence (rows of the position embedding)
+  int64_t vocab_size = 50257;  ///< GPT-2's tokens: 256 bytes + 50,000 merges + <|endoftext|>
+  int64_t n_layer = 12;        ///< transformer blocks
+  int64_t n_head = 12;         ///< attention heads per block
+  int64_t n_embd = 768;        ///< width of the residual stream
+
+  /// GPT-2 small, 124M parameters: the chapter's model.
+  static GPTConfig gpt2();
+  /// Two narrow layers with the same vocabulary: runs on a CPU in seconds, for tests and --quick.
+  static GPTConfig tiny();
+  /// "gpt2" or "tiny"; throws UsageError for anything else.
+  /// @param name the preset's name
+  static GPTConfig by_name(const std::string& name);
+};
+
+/// An attention function: q, k, v are (B, n_head, T, head_size); returns (B, n_head, T, head_size),
+/// each position attending only to itself and earlier positions.
+using AttentionFn = std::function<torch::Tensor(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v)>;
+
+/// The default attention: libtorch's fused at::scaled_dot_product_attention with is_causal.
+/// @param q queries (B, n_head, T, head_size)
+/// @param k keys, same shape
+/// @param v values, same shape
+torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+/// Causal self-attention: one linear layer makes q, k, v for all heads, then attention, then a projection.
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  /// @param config    the model size (n_embd must be a multiple of n_head)
+  /// @param attention the attention function applied to the heads
+  CausalSelfAttentionImpl(const GPTConfig& config, AttentionFn attention);
+  /// @param x (B, T, n_embd) @return (B, T, n_embd)
+  torch::Tensor forward(const torch::Tensor& x);
+  /// Replaces the attention function.
+  /// @param attention the new function
+  void set_attention(AttentionFn attention) { attention_ = std::move(attention); }
+
+  torch::nn::Linear c_attn{nullptr};  ///< n_embd -> 3 n_embd (q, k, v)
+  torch::nn::Linear c_proj{nullptr};  ///< n_embd -> n_embd, a residual projection
+
+ private:
+  int64_t n_head_;
+  AttentionFn attention_;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+/// The feed-forward part of a block: n_embd -> 4 n_embd, GELU (tanh approximation), back to n_embd.
+class MLPImpl : public torch::nn::Module {
+ public:
+  /// @param config the model size
+  explicit MLPImpl(const GPTConfig& config);
+  /// @param x (B, T, n_embd) @return (B, T, n_embd)
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_fc{nullptr};    ///< n_embd -> 4 n_embd
+  torch::nn::Linear c_proj{nullptr};  ///< 4 n_embd -> n_embd, a residual projection
+};
+TORCH_MODULE(MLP);
+
+/// A pre-LayerNorm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class BlockImpl : public torch::nn::Module {
+ public:
+  /// @param config    the model size
+  /// @param attention the attention function
+  BlockImpl(const GPTConfig& config, AttentionFn attention);
+  /// @param x (B, T, n_embd) @return (B, T, n_embd)
+  torch::Tensor forward(torch::Tensor x);
+
+  torch::nn::LayerNorm ln_1{nullptr};   ///< before attention
+  CausalSelfAttention attn{nullptr};    ///< the attention
+  torch::nn::LayerNorm ln_2{nullptr};   ///< before the MLP
+  MLP mlp{nullptr};                     ///< the MLP
+};
+TORCH_MODULE(Block);
+
+/// What GPT::forward returns.
+struct GPTOutput {
+  torch::Tensor logits;  ///< (B, T, vocab_size)
+  torch::Tensor loss;    ///< mean cross-entropy over all B*T positions; undefined without targets
+};
+
+/// GPT-2. Weights are initialised as in the chapter: N(0, 0.02), residual projections (attn.c_proj,
+/// mlp.c_proj) N(0, 0.02 / sqrt(2 n_layer)) so the residual stream's variance does not grow with
+/// depth, biases 0, LayerNorms 1 and 0. Seed torch before constructing for reproducible weights.
+class GPTImpl : public torch::nn::Module {
+ public:
+  /// @param config    the model size
+  /// @param attention the attention function of every block (default: fused_causal_attention)
+  explicit GPTImpl(const GPTConfig& config, AttentionFn attention = fused_causal_attention);
+
+  /// @param idx     (B, T) int64 token ids, T <= block_size (UsageError otherwise)
+  /// @param targets (B, T) int64 next-token ids, or an undefined tensor for logits only
+  GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {});
+
+  /// Replaces the attention function of every block.
+  /// @param attention the new function
+  void set_attention(const AttentionFn& attention);
+
+  /// The model's size.
+  const GPTConfig& config() const { return config_; }
+
+  /// The logits' weight, shared with the token embedding (weight tying: one tensor, one gradient).
+  const torch::Tensor& lm_head_weight() const { return wte->weight; }
+
+  torch::nn::Embedding wte{nullptr};  ///< token embedding (vocab_size, n_embd), also the lm_head
+  torch::nn::Embedding wpe{nullptr};  ///< position embedding (block_size, n_embd)
+  torch::nn::ModuleList h{nullptr};   ///< the n_layer blocks
+  torch::nn::LayerNorm ln_f{nullptr}; ///< the final LayerNorm
+
+ private:
+  GPTConfig config_;
+};
+TORCH_MODULE(GPT);
+
+/// Number of distinct parameters (the tied lm_head weight counted once): 124,439,808 for gpt2().
+/// @param model the model
+int64_t parameter_count(GPT& model);
+
+/// What one training step switches on for a precision mode.
+struct StepPrecision {
+  /// torch's float32 matmul precision for the step: "highest" (true FP32) or "high" (TF32 allowed).
+  std::string matmul_precision = "highest";
+  /// Autocast the forward pass and the loss to this dtype; nullopt: no autocast.
+  std::optional<c10::ScalarType> autocast_dtype;
+  /// Scale the loss with the GradScaler before backward (float16's narrow range needs it).
+  bool scale_loss = false;
+};
+
+/// The AdamW of the chapter: lr, betas (0.9, 0.999), eps 1e-8, weight decay 0.01 (PyTorch's defaults).
+/// @param model the model whose parameters it updates
+/// @param lr    the learning rate
+torch::optim::AdamW make_adamw(GPT& model, double lr);
+
+/// One training step: forward and loss (under autocast when @p setup says so, with the float32
+/// matmul precision of @p setup, restored afterwards), backward, optimizer step, zero the gradients.
+/// With scale_loss the loss is scaled by @p scaler, the gradients unscaled before the step, steps
+/// with inf/NaN gradients skipped, and the scale updated. The weights stay float32 in every mode.
+/// @param model     the model (on the batch's device)
+/// @param optimizer its optimizer
+/// @param scaler    the loss scaler (used only when setup.scale_loss)
+/// @param x         (B, T) input ids on the model's device
+/// @param y         (B, T) target ids on the model's device
+/// @param setup     what the precision mode switches on
+/// @return the (unscaled) loss of the forward pass, a 0-dim tensor on the device
+torch::Tensor train_step(GPT& model, torch::optim::Optimizer& optimizer, GradScaler& scaler, const torch::Tensor& x,
+                         const torch::Tensor& y, const StepPrecision& setup);
+
+/// Named tensors, in order.
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// Writes named tensors to a small binary file that tests/reference/gpt_reference.py reads back.
+///
+/// Format, version 1, all integers little-endian:
+///   magic "SPDLTNSR" (8 bytes), uint32 version (1), uint32 count, then per tensor:
+///   uint32 name length, name (UTF-8), uint8 dtype (0 float32, 1 int64), uint32 ndim,
+///   int64 sizes[ndim], then the elements in row-major order.
+/// Tensors are copied to the CPU and made contiguous first; other dtypes throw UsageError.
+/// @param path    the file to write (through a temporary file and a rename)
+/// @param tensors the tensors and their names
+void write_tensor_file(const std::string& path, const NamedTensors& tensors);
+
+/// Reads a file written by write_tensor_file(); RuntimeFailure when it is malformed or of another version.
+/// @param path the file to read
+NamedTensors read_tensor_file(const std::string& path);
+
+}  // namespace speedlabs::gpt

@@ -1,0 +1,82 @@
+/// @file labs/05_gpt2/experiment.h
+/// @brief Lab 05: train GPT-2 on tiny shakespeare in fp32, tf32, bf16 and fp16 and compare speed and loss.
+#pragma once
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/observations.h"
+#include "common/precision.h"
+
+namespace lab05 {
+
+/// Tiny shakespeare's length in GPT-2 tokens (tiktoken's count; datasets/README).
+inline constexpr int64_t kShakespeareTokens = 338025;
+
+/// The experiment's knobs; the defaults are the chapter's run.
+struct Config {
+  std::string model = "gpt2";  ///< speedlabs::gpt::GPTConfig preset: "gpt2" or "tiny"
+  int64_t batch = 4;           ///< B
+  int64_t seq = 128;           ///< T (at most the model's block size)
+  int steps = 100;             ///< training steps per mode
+  double lr = 1e-3;            ///< AdamW learning rate
+  uint64_t seed = 42;          ///< torch seed for the initial weights (the same in every mode)
+  int log_every = 10;          ///< print a line every this many steps (and at the last step)
+  std::vector<speedlabs::Precision> modes{speedlabs::Precision::fp32};  ///< modes to run, in order
+  std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
+  std::string csv_path;        ///< every step's loss and time as CSV ("" = none)
+  std::string plots_dir;       ///< loss curves and tokens/s chart as SVG ("" = none)
+  bool progress_bar = true;    ///< a progress bar on stderr, only when stderr is a terminal
+};
+
+/// --quick: the tiny model, T=32, 15 steps, every mode (seconds per mode on a CPU; fp16 is the slowest there).
+Config quick_config();
+
+/// One training step as measured.
+struct StepRecord {
+  int step = 0;             ///< 0-based
+  double loss = 0;          ///< the step's loss (float32 value)
+  double ms = 0;            ///< wall time of the whole step (batch, forward, backward, update), synchronized
+  double tokens_per_s = 0;  ///< B*T / time
+};
+
+/// Everything one precision mode produced.
+struct ModeResult {
+  speedlabs::Precision mode = speedlabs::Precision::fp32;  ///< the mode
+  std::vector<StepRecord> steps;                           ///< every step, in order
+  double median_ms = 0;                   ///< median step time after the warm-up steps
+  double tokens_per_s = 0;                ///< B*T / median step time
+  std::optional<int64_t> peak_bytes;      ///< peak device memory allocated (nullopt on the CPU)
+  std::vector<std::string> weight_dtypes; ///< distinct parameter dtypes after training
+  int nonfinite_fp16_steps = 0;           ///< fp16 steps whose loss overflowed (the scaler skips them)
+  double final_loss_scale = 1;            ///< the GradScaler's scale at the end (fp16; 1 otherwise)
+};
+
+/// Steps excluded from the speed statistics: the first 10%, at least one (allocation, kernel selection).
+/// @param steps the number of steps run
+int warmup_steps(int steps);
+
+/// Runs every mode of @p config on @p device from the same initial weights and batches, prints the
+/// logged steps and the comparison table, writes the CSV and plots, and records the observations
+/// tokens_loaded, batches_per_epoch, initial_loss_near_ln_vocab, loss_decreases, modes_track_fp32,
+/// weights_stay_fp32, tokens_per_s_<mode>, tf32_faster_than_fp32 and tf32_differs_slightly_from_fp32.
+/// Throws speedlabs::RuntimeFailure when a loss is NaN or inf in fp32/tf32/bf16 (naming the step),
+/// when the data is missing, or when Ctrl-C stops the run (the CSV keeps the steps done).
+/// @param config the run
+/// @param device where to train
+/// @param report receives the observations
+/// @return the results of each mode, in the order run
+std::vector<ModeResult> run(const Config& config, const c10::Device& device, speedlabs::Report& report);
+
+/// Writes lab05_loss.svg (loss per step, one curve per mode) and lab05_tokens_per_s.svg (a bar per
+/// mode) into @p directory with gnuplot. Returns false, after printing why to stderr, when gnuplot
+/// is missing or fails; the lab goes on without plots.
+/// @param results   the modes' results
+/// @param directory where the SVG files go (created if needed)
+/// @param title     a line naming the model, batch and device, for the plots' titles
+bool write_plots(const std::vector<ModeResult>& results, const std::string& directory, const std::string& title);
+
+}  // namespace lab05

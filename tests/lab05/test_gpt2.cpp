@@ -1,0 +1,289 @@
+// Lab 05: the GPT-2 model of common/gpt, the exercise, the parity with Python PyTorch, and the
+// observations of a short tiny-model run through the same experiment the program runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "common/errors.h"
+#include "common/gpt.h"
+#include "common/grad_scaler.h"
+#include "common/precision.h"
+#include "datasets/data_files.h"
+#include "experiment.h"
+#include "exercise.h"
+
+namespace {
+
+namespace gpt = speedlabs::gpt;
+using speedlabs::Precision;
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / ("lab05_" + name)).string();
+}
+
+// The data is needed for the runs; CI sets SPEEDLABS_DATA_DIR. Without it these tests cannot run.
+bool data_available() {
+  try {
+    datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+TEST(Lab05Model, Gpt2HasThe124MParametersOfTheChapter) {
+  torch::manual_seed(0);
+  gpt::GPT model(gpt::GPTConfig::gpt2());
+  // nanoGPT's count with the lm_head tied to wte: 124,439,808 (wpe's 786,432 included).
+  EXPECT_EQ(gpt::parameter_count(model), 124'439'808);
+}
+
+TEST(Lab05Model, NamesShapesAndTiedHead) {
+  torch::manual_seed(0);
+  const auto config = gpt::GPTConfig::tiny();
+  gpt::GPT model(config);
+  const auto params = model->named_parameters();
+  EXPECT_TRUE(params.contains("transformer.wte.weight"));
+  EXPECT_TRUE(params.contains("transformer.h.1.attn.c_attn.weight"));
+  EXPECT_TRUE(params.contains("transformer.ln_f.bias"));
+  EXPECT_FALSE(params.contains("lm_head.weight"));  // tied: the head is the token embedding itself
+  EXPECT_EQ(model->lm_head_weight().data_ptr(), model->wte->weight.data_ptr());
+
+  const auto x = torch::randint(config.vocab_size, {2, 16}, torch::kLong);
+  const auto out = model->forward(x, x);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 16, config.vocab_size}));
+  EXPECT_EQ(out.loss.dim(), 0);
+  EXPECT_THROW(model->forward(torch::zeros({1, config.block_size + 1}, torch::kLong)), speedlabs::UsageError);
+}
+
+TEST(Lab05Model, InitialisationFollowsTheChapter) {
+  torch::manual_seed(0);
+  const auto config = gpt::GPTConfig::gpt2();
+  gpt::GPT model(config);
+  const auto params = model->named_parameters();
+  // Sample standard deviations of >= 590k draws are within 1% of the true value (SE ~ 0.1%).
+  EXPECT_NEAR(params["transformer.wte.weight"].std().item<double>(), 0.02, 0.0002);
+  EXPECT_NEAR(params["transformer.h.0.mlp.c_fc.weight"].std().item<double>(), 0.02, 0.0002);
+  const double residual = 0.02 / std::sqrt(2.0 * config.n_layer);
+  EXPECT_NEAR(params["transformer.h.0.attn.c_proj.weight"].std().item<double>(), residual, 0.01 * residual);
+  EXPECT_NEAR(params["transformer.h.11.mlp.c_proj.weight"].std().item<double>(), residual, 0.01 * residual);
+  EXPECT_EQ(params["transformer.h.0.attn.c_attn.bias"].abs().max().item<double>(), 0.0);
+  EXPECT_EQ(params["transformer.h.0.ln_1.weight"].min().item<double>(), 1.0);
+}
+
+TEST(Lab05Model, TensorFileRoundTripsAndRejectsGarbage) {
+  const std::string path = temp_path("roundtrip.bin");
+  const gpt::NamedTensors written{{"a", torch::randn({3, 4})},
+                                  {"scalar", torch::tensor(2.5f)},
+                                  {"ids", torch::arange(6, torch::kLong).view({2, 3})}};
+  gpt::write_tensor_file(path, written);
+  const auto read = gpt::read_tensor_file(path);
+  ASSERT_EQ(read.size(), written.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].first, written[i].first);
+    EXPECT_TRUE(torch::equal(read[i].second, written[i].second)) << read[i].first;
+  }
+  EXPECT_THROW(gpt::write_tensor_file(path, {{"half", torch::zeros({2}, torch::kHalf)}}), speedlabs::UsageError);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "not a tensor file";
+  EXPECT_THROW(gpt::read_tensor_file(path), speedlabs::RuntimeFailure);
+}
+
+TEST(Lab05Exercise, ExplicitAttentionMatchesTheFusedKernel) {
+  torch::manual_seed(1);
+  const auto q = torch::randn({2, 3, 17, 8}), k = torch::randn({2, 3, 17, 8}), v = torch::randn({2, 3, 17, 8});
+  // float32, sums of 8 and 17 terms in different orders: differences of a few 1e-7; 1e-5 leaves margin.
+  EXPECT_TRUE(torch::allclose(lab05::causal_attention(q, k, v), gpt::fused_causal_attention(q, k, v), 1e-5, 1e-5));
+}
+
+TEST(Lab05Exercise, ExplicitAttentionIsCausal) {
+  torch::manual_seed(2);
+  const auto q = torch::randn({1, 2, 10, 4}), k = torch::randn({1, 2, 10, 4}), v = torch::randn({1, 2, 10, 4});
+  auto k2 = k.clone(), v2 = v.clone();
+  k2.narrow(2, 6, 4).normal_();  // change only positions 6..9
+  v2.narrow(2, 6, 4).normal_();
+  const auto a = lab05::causal_attention(q, k, v), b = lab05::causal_attention(q, k2, v2);
+  EXPECT_TRUE(torch::equal(a.narrow(2, 0, 6), b.narrow(2, 0, 6)));  // the past never sees the future
+  EXPECT_FALSE(torch::equal(a.narrow(2, 6, 4), b.narrow(2, 6, 4)));
+  // Position 0 attends only to itself: its output is its own value.
+  EXPECT_TRUE(torch::allclose(a.select(2, 0), v.select(2, 0)));
+}
+
+TEST(Lab05Exercise, PrecisionSetupMatchesWhatEachModeSwitchesOn) {
+  for (Precision mode : speedlabs::all_precisions()) {
+    SCOPED_TRACE(speedlabs::to_string(mode));
+    const auto setup = lab05::precision_setup(mode);
+    EXPECT_EQ(setup.autocast_dtype, speedlabs::autocast_dtype(mode));
+    EXPECT_EQ(setup.scale_loss, speedlabs::needs_grad_scaler(mode));
+    speedlabs::MatmulPrecisionScope scope(mode);
+    EXPECT_EQ(setup.matmul_precision, speedlabs::current_matmul_precision());
+  }
+}
+
+TEST(Lab05Model, TrainStepKeepsWeightsFloat32AndRestoresMatmulPrecision) {
+  const auto config = gpt::GPTConfig::tiny();
+  const auto x = torch::randint(config.vocab_size, {2, 8}, torch::kLong);
+  const std::string before = speedlabs::current_matmul_precision();
+  for (Precision mode : speedlabs::all_precisions()) {
+    SCOPED_TRACE(speedlabs::to_string(mode));
+    torch::manual_seed(3);
+    gpt::GPT model(config);
+    auto optimizer = gpt::make_adamw(model, 1e-3);
+    const auto setup = lab05::precision_setup(mode);
+    speedlabs::GradScalerOptions options;
+    options.enabled = setup.scale_loss;
+    speedlabs::GradScaler scaler(options);
+    const auto loss = gpt::train_step(model, optimizer, scaler, x, x, setup);
+    EXPECT_TRUE(std::isfinite(loss.item<double>()));
+    for (const auto& p : model->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);
+    EXPECT_EQ(speedlabs::current_matmul_precision(), before);
+  }
+}
+
+// The parity test: C++ writes the weights, a batch and its results; Python PyTorch recomputes and compares.
+TEST(Lab05Parity, MatchesThePythonReference) {
+  const std::string python = SPEEDLABS_PYTHON;
+  if (python.empty()) GTEST_SKIP() << "SPEEDLABS_PYTHON is not set (configure with -DSPEEDLABS_PYTHON=...)";
+  const auto config = gpt::GPTConfig::tiny();
+  torch::manual_seed(4);
+  gpt::GPT model(config);  // the default, fused attention: an independent check of the explicit one in Python
+  const auto x = torch::randint(config.vocab_size, {2, 32}, torch::kLong);
+  const auto y = torch::randint(config.vocab_size, {2, 32}, torch::kLong);
+
+  gpt::NamedTensors state{
+      {"config", torch::tensor({config.block_size, config.vocab_size, config.n_layer, config.n_head, config.n_embd})},
+      {"adamw", torch::tensor({1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f})},
+      {"x", x},
+      {"y", y}};
+  for (const auto& p : model->named_parameters()) state.emplace_back("param/" + p.key(), p.value().detach().clone());
+  const auto out = model->forward(x, y);
+  out.loss.backward();
+  state.emplace_back("cpp/logits", out.logits.detach());
+  state.emplace_back("cpp/loss", out.loss.detach());
+  for (const auto& p : model->named_parameters()) state.emplace_back("cpp/grad/" + p.key(), p.value().grad().clone());
+  model->zero_grad();
+
+  // Same hyper-parameters as the "adamw" entry, rounded to float32 as Python will read them.
+  auto optimizer = torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(double(1e-3f))
+                                                                  .betas({double(0.9f), double(0.999f)})
+                                                                  .eps(double(1e-8f))
+                                                                  .weight_decay(double(0.01f)));
+  speedlabs::GradScaler unused_scaler;
+  std::vector<float> losses;
+  for (int step = 0; step < 10; ++step) {
+    // A default StepPrecision is plain fp32: no autocast, "highest" matmuls, no loss scaling.
+    losses.push_back(gpt::train_step(model, optimizer, unused_scaler, x, y, gpt::StepPrecision{}).item<float>());
+  }
+  EXPECT_LT(losses.back(), losses.front());  // the same batch ten times: it is being memorised
+  state.emplace_back("cpp/adamw_losses", torch::tensor(losses));
+  const std::string path = temp_path("parity.bin");
+  gpt::write_tensor_file(path, state);
+
+  const std::string command =
+      "'" + python + "' '" + std::string(SPEEDLABS_SOURCE_DIR) + "/tests/reference/gpt_reference.py' --check '" + path + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe)) output += buffer;
+  const int status = pclose(pipe);
+  std::cout << output;
+  EXPECT_EQ(status, 0) << output;
+}
+
+TEST(Lab05Observations, QuickRunHoldsItsClaims) {
+  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  auto config = lab05::quick_config();
+  // fp16 autocast is the slow mode on a CPU (few CPUs have float16 matmul units); it has its own test.
+  config.modes = {Precision::fp32, Precision::tf32, Precision::bf16};
+  config.csv_path = temp_path("steps.csv");
+  speedlabs::Report report("05_gpt2", "cpu");
+  const auto results = lab05::run(config, c10::Device(c10::kCPU), report);
+  for (const char* id : {"tokens_loaded", "batches_per_epoch", "initial_loss_near_ln_vocab", "loss_decreases",
+                         "modes_track_fp32", "weights_stay_fp32", "tokens_per_s_fp32", "tokens_per_s_tf32",
+                         "tokens_per_s_bf16"}) {
+    SCOPED_TRACE(id);
+    EXPECT_EQ(report.at(id).verdict, speedlabs::Verdict::holds);
+  }
+  EXPECT_EQ(report.at("tokens_loaded").measured.get<int64_t>(), 338025);
+  EXPECT_EQ(report.at("batches_per_epoch").measured.get<int64_t>(), 338024 / (config.batch * config.seq));
+  // TF32 is a GPU tensor-core mode: on the CPU both tf32 claims are not applicable, with the reason.
+  EXPECT_EQ(report.at("tf32_faster_than_fp32").verdict, speedlabs::Verdict::not_applicable);
+  EXPECT_EQ(report.at("tf32_differs_slightly_from_fp32").verdict, speedlabs::Verdict::not_applicable);
+  EXPECT_FALSE(report.at("tf32_differs_slightly_from_fp32").reason.empty());
+  EXPECT_EQ(report.exit_code(), 0);
+
+  // Every mode starts from the same weights and batch: the step-0 losses agree to rounding. On the CPU
+  // tf32 changes nothing, so it equals fp32 exactly; bf16 rounds to 8 bits: within 1% of the loss.
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].steps.front().loss, results[1].steps.front().loss);
+  EXPECT_NEAR(results[2].steps.front().loss, results[0].steps.front().loss, 0.01 * results[0].steps.front().loss);
+  // The CSV has a header and one line per step per mode.
+  std::ifstream csv(config.csv_path);
+  size_t lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, 1 + results.size() * static_cast<size_t>(config.steps));
+}
+
+TEST(Lab05Observations, ChaptersBatchShapeGives660BatchesAndLnVocabLoss) {
+  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  auto config = lab05::quick_config();
+  config.seq = 128;
+  config.steps = 1;
+  config.modes = {Precision::fp32};
+  speedlabs::Report report("05_gpt2", "cpu");
+  lab05::run(config, c10::Device(c10::kCPU), report);
+  EXPECT_EQ(report.at("batches_per_epoch").measured.get<int64_t>(), 660);
+  EXPECT_EQ(report.at("batches_per_epoch").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("initial_loss_near_ln_vocab").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("modes_track_fp32").verdict, speedlabs::Verdict::not_applicable);  // one mode only
+}
+
+TEST(Lab05Observations, Fp16RunsWithTheScalerOrSaysWhyNot) {
+  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  auto config = lab05::quick_config();
+  config.steps = 3;
+  config.modes = {Precision::fp32, Precision::fp16};
+  speedlabs::Report report("05_gpt2", "cpu");
+  const auto results = lab05::run(config, c10::Device(c10::kCPU), report);
+  const auto& fp16 = report.at("tokens_per_s_fp16");
+  if (fp16.verdict == speedlabs::Verdict::not_applicable) {
+    EXPECT_FALSE(fp16.reason.empty());  // this libtorch has no float16 autocast on the CPU, and says so
+    return;
+  }
+  EXPECT_EQ(fp16.verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("weights_stay_fp32").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("modes_track_fp32").verdict, speedlabs::Verdict::holds);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].nonfinite_fp16_steps, 0);  // the tiny model's losses are far from float16's limit
+  EXPECT_GT(results[1].final_loss_scale, 1.0);    // the GradScaler was in use
+}
+
+TEST(Lab05Observations, NonFiniteLossStopsNamingTheStep) {
+  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  auto config = lab05::quick_config();
+  config.modes = {Precision::fp32};
+  config.steps = 5;
+  config.lr = std::numeric_limits<double>::infinity();  // the first update makes every weight non-finite
+  speedlabs::Report report("05_gpt2", "cpu");
+  try {
+    lab05::run(config, c10::Device(c10::kCPU), report);
+    FAIL() << "expected a RuntimeFailure";
+  } catch (const speedlabs::RuntimeFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("at step 1 in fp32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Lab05Observations, SequenceLongerThanTheBlockIsAUsageError) {
+  auto config = lab05::quick_config();
+  config.seq = gpt::GPTConfig::tiny().block_size + 1;
+  speedlabs::Report report("05_gpt2", "cpu");
+  EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+}
+
+}  // namespace
