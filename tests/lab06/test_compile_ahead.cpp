@@ -1,0 +1,150 @@
+// Lab 06: the exercises exactly, the fused optimizer against torch::optim::AdamW, and the ladder's
+// observations on the tiny model on this machine (the CUDA-graph rung is not applicable without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "common/device.h"
+#include "common/errors.h"
+#include "common/observations.h"
+#include "experiment.h"
+
+namespace {
+
+using speedlabs::Verdict;
+
+TEST(Lab06PaddedVocab, RoundsUpToTheTile) {
+  EXPECT_EQ(lab06::padded_vocab_size(50257, 128), 50304);
+  EXPECT_EQ(lab06::padded_vocab_size(50304, 128), 50304);
+  EXPECT_EQ(lab06::padded_vocab_size(1, 128), 128);
+  EXPECT_EQ(lab06::padded_vocab_size(50257, 64), 50304);
+  EXPECT_EQ(lab06::padded_vocab_size(7, 1), 7);
+  EXPECT_THROW(lab06::padded_vocab_size(0, 128), speedlabs::UsageError);
+  EXPECT_THROW(lab06::padded_vocab_size(50257, 0), speedlabs::UsageError);
+}
+
+// The fused kernel against libtorch's reference AdamW over several steps with changing gradients.
+TEST(Lab06FusedAdamW, MatchesTorchAdamW) {
+  torch::manual_seed(0);
+  const std::vector<torch::Tensor> initial{torch::randn({17, 5}), torch::randn({5}), torch::randn({3, 4, 2})};
+  std::vector<torch::Tensor> fused_params, reference_params;
+  for (const auto& t : initial) {
+    fused_params.push_back(t.clone().requires_grad_(true));
+    reference_params.push_back(t.clone().requires_grad_(true));
+  }
+  const double lr = 1e-2;
+  lab06::FusedAdamW fused(fused_params, lr);
+  torch::optim::AdamW reference(reference_params,
+                                torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < initial.size(); ++i) {
+      const auto grad = torch::randn_like(initial[i]);
+      fused_params[i].mutable_grad() = grad.clone();
+      reference_params[i].mutable_grad() = grad.clone();
+    }
+    fused.step();
+    reference.step();
+  }
+  for (size_t i = 0; i < initial.size(); ++i) {
+    // Same float32 formula, evaluated in a different order by the two kernels: a few float32 roundings
+    // (6e-8 relative each) per step, far below one step's size (lr = 1e-2).
+    EXPECT_TRUE(torch::allclose(fused_params[i], reference_params[i], /*rtol=*/1e-5, /*atol=*/1e-6)) << "param " << i;
+    EXPECT_FALSE(torch::equal(fused_params[i], initial[i])) << "param " << i << " was not updated";
+    EXPECT_EQ(fused.step_counts()[i].item<float>(), 5.0f);
+  }
+}
+
+TEST(Lab06FusedAdamW, SkipsParametersWithoutGradients) {
+  auto with_grad = torch::ones({4}).requires_grad_(true);
+  auto without_grad = torch::ones({4}).requires_grad_(true);
+  lab06::FusedAdamW optimizer({with_grad, without_grad}, 0.1);
+  with_grad.mutable_grad() = torch::ones({4});
+  optimizer.step();
+  EXPECT_FALSE(torch::equal(with_grad, torch::ones({4})));
+  EXPECT_TRUE(torch::equal(without_grad, torch::ones({4})));
+  EXPECT_EQ(optimizer.step_counts()[0].item<float>(), 1.0f);
+  EXPECT_EQ(optimizer.step_counts()[1].item<float>(), 0.0f);
+}
+
+TEST(Lab06Flops, FormulaOfTheChapter) {
+  // GPT-2 small without its position embedding: 124,439,808 - 1024 * 768 parameters.
+  const int64_t n = 124439808 - 1024 * 768;
+  EXPECT_DOUBLE_EQ(lab06::flops_per_token(n, 12, 12, 64, 1024), 6.0 * n + 12.0 * 12 * 12 * 64 * 1024);
+  EXPECT_DOUBLE_EQ(lab06::flops_per_token(10, 1, 1, 1, 1), 72.0);
+}
+
+TEST(Lab06Rungs, NamesRoundTripAndBadNamesAreUsageErrors) {
+  for (auto rung : lab06::all_rungs()) EXPECT_EQ(lab06::parse_rung(lab06::to_string(rung)), rung);
+  EXPECT_EQ(lab06::all_rungs().size(), 7u);
+  EXPECT_THROW(lab06::parse_rung("turbo"), speedlabs::UsageError);
+}
+
+TEST(Lab06Sdpa, NamesTheCpuBackend) {
+  const auto backend = lab06::sdpa_backend(c10::Device(c10::kCPU), {2, 32}, 4, 16, c10::kFloat);
+  EXPECT_TRUE(backend.rfind("flash_attention", 0) == 0 || backend == "math") << backend;
+}
+
+TEST(Lab06Ladder, ShapeLongerThanTheBlockIsAUsageError) {
+  auto config = lab06::quick_config();
+  config.shapes = {{1, 129}};  // the tiny model's block is 128
+  speedlabs::Report report("06_compile_ahead", "cpu");
+  EXPECT_THROW(lab06::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+}
+
+// The whole ladder once, on the tiny model, with the Python eager peers (one test: CTest runs every test
+// in its own process, and the ladder is the expensive part).
+TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
+  auto config = lab06::quick_config();
+  config.python = SPEEDLABS_DEFAULT_PYTHON;
+  speedlabs::Report report("06_compile_ahead", "cpu");
+  const auto result = lab06::run(config, c10::Device(c10::kCPU), report);
+
+  // Every rung below the graph runs; the graph is not applicable without a GPU, with a reason.
+  for (const char* rung : {"fp32", "tf32", "bf16", "sdpa", "vocab50304", "fused_adamw"}) {
+    EXPECT_EQ(report.at(std::string("rung_") + rung + "_2x32").verdict, Verdict::holds) << rung;
+  }
+  const auto& graph = report.at("rung_cuda_graph_2x32");
+  EXPECT_EQ(graph.verdict, Verdict::not_applicable);
+  EXPECT_FALSE(graph.reason.empty());
+
+  // The losses track fp32, and bf16 autocast really changes the arithmetic (not fp32 bit for bit).
+  EXPECT_EQ(report.at("initial_losses_agree_2x32").verdict, Verdict::holds);
+  EXPECT_EQ(report.at("losses_track_fp32_2x32").verdict, Verdict::holds);
+  EXPECT_GT(report.at("losses_track_fp32_2x32").measured.at("bf16").get<double>(), 0.0);
+  // The tiny model starts near ln(50257) = 10.8 and every step's loss is logged.
+  const auto& fp32 = result.rungs.front();
+  ASSERT_EQ(fp32.name, "fp32");
+  EXPECT_EQ(fp32.losses.size(), 6u);
+  EXPECT_NEAR(fp32.losses.front(), std::log(50257.0), 0.3);
+
+  // Timings and rates are measured; the CPU has no peak-memory statistics.
+  EXPECT_EQ(report.at("bf16_matmul_tflops").verdict, Verdict::holds);
+  for (const auto& r : result.rungs) {
+    if (!r.ran) continue;
+    EXPECT_GT(r.median_ms, 0) << r.name;
+    EXPECT_GT(r.tokens_per_s, 0) << r.name;
+    EXPECT_GT(r.mfu, 0) << r.name;
+    EXPECT_FALSE(r.peak_bytes.has_value()) << r.name;
+  }
+  const auto sdpa = report.at("rung_sdpa_2x32").measured.at("detail").get<std::string>();
+  EXPECT_NE(sdpa.find("attention backend"), std::string::npos) << sdpa;
+
+  // The goals are reported but judged only on a CUDA GPU, and never fail the run.
+  for (const char* id : {"goal_cpp_eager_vs_python_eager_4x128", "goal_top_rung_vs_python_eager_bf16_4x128",
+                         "goal_top_rung_vs_python_compile_bf16_16x1024", "goal_top_rung_mfu_16x1024"}) {
+    EXPECT_EQ(report.at(id).verdict, Verdict::not_applicable) << id;
+    EXPECT_FALSE(report.at(id).must_hold) << id;
+  }
+
+  // The Python eager peers ran on the same weights and batches; the fp32 one matches the C++ fp32 rung.
+  if (std::string(SPEEDLABS_DEFAULT_PYTHON).empty()) GTEST_SKIP() << "no Python with torch configured";
+  EXPECT_EQ(report.at("python_peers_2x32").verdict, Verdict::holds);
+  EXPECT_EQ(report.at("python_eager_matches_cpp_fp32_2x32").verdict, Verdict::holds);
+  ASSERT_EQ(result.peers.size(), 2u);  // fp32 and bf16, eager only on a CPU
+  EXPECT_EQ(result.peers[0].name, "python_eager_fp32");
+  EXPECT_EQ(result.peers[1].name, "python_eager_bf16");
+  EXPECT_EQ(report.exit_code(), 0);
+}
+
+}  // namespace
