@@ -15,6 +15,18 @@ message(STATUS "libtorch ${Torch_VERSION} from ${Torch_DIR}")
 if(Torch_VERSION VERSION_GREATER_EQUAL 2.14)
   set(CMAKE_CXX_STANDARD 20)
 endif()
+# Python with torch, for the parity tests (lab 05) and the Python peers (lab 06): by default the
+# interpreter of the venv whose torch wheel provides libtorch (<venv>/lib/pythonX/site-packages/torch/share/cmake/Torch).
+get_filename_component(speedlabs_torch_venv "${Torch_DIR}/../../../../../../.." ABSOLUTE)
+set(speedlabs_default_python "")
+if(EXISTS "${speedlabs_torch_venv}/bin/python")
+  set(speedlabs_default_python "${speedlabs_torch_venv}/bin/python")
+endif()
+set(SPEEDLABS_PYTHON "${speedlabs_default_python}" CACHE FILEPATH
+    "Python with torch for the parity tests and lab 06's peers (empty: those are skipped)")
+if(NOT SPEEDLABS_PYTHON)
+  message(STATUS "no Python with torch next to libtorch: set SPEEDLABS_PYTHON to run the parity tests")
+endif()
 # TorchConfig puts the ABI flag into TORCH_CXX_FLAGS; every target must agree with it.
 set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
 set(SPEEDLABS_TORCH_HAS_CUDA OFF)

@@ -5,14 +5,15 @@
 #
 #   scripts/ci-cuda-build.sh [extra ninja arguments, e.g. target names]
 #
-# Environment: SPEEDLABS_CUDA_VENV (default .venv-cuda), SPEEDLABS_CUDA_BUILD (default build-cuda),
+# Environment: SPEEDLABS_CUDA_VENV (default .venv-cuda), SPEEDLABS_CUDA_BUILD (default build-cuda-check),
 # SPEEDLABS_CUDA_HOME (default /usr/local/cuda-13.0, the nvcc toolkit), PYTHON (default python3).
 # Idempotent: a venv that already holds the right torch is reused, the build tree is reconfigured in place.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/scripts/common.sh"   # ccache settings
 venv=${SPEEDLABS_CUDA_VENV:-$root/.venv-cuda}
-build=${SPEEDLABS_CUDA_BUILD:-$root/build-cuda}
+build=${SPEEDLABS_CUDA_BUILD:-$root/build-cuda-check}
 cuda_home=${SPEEDLABS_CUDA_HOME:-/usr/local/cuda-13.0}
 torch_version=2.14.1
 
@@ -59,10 +60,11 @@ for dir in "$cuda_home/lib64" "$wheel_cuda/lib"; do
   done
 done
 
-# 3. Configure and build everything.
+# 3. Configure and build everything. The build type CompileCheck has no flags of its own (no
+#    optimisation, no debug info): this build only has to compile and link, and -O0 does that fastest.
 configure_log="$build/ci-cuda-configure.log"
 cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_BUILD_TYPE=CompileCheck \
   -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CUDA_COMPILER="$toolkit/bin/nvcc" \
   -DCUDAToolkit_ROOT="$toolkit" \
