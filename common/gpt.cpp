@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "common/autocast_guard.h"
 #include "common/errors.h"
@@ -32,6 +33,13 @@ GPTConfig GPTConfig::by_name(const std::string& name) {
 
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+}
+
+torch::Tensor explicit_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t T = q.size(-2);
+  const auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  const auto future = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
+  return torch::matmul(scores.masked_fill(future, -std::numeric_limits<double>::infinity()).softmax(-1), v);
 }
 
 namespace {

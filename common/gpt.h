@@ -48,6 +48,17 @@ using AttentionFn = std::function<torch::Tensor(const torch::Tensor& q, const to
 /// @param v values, same shape
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
+/// The chapter's attention before flash attention, written out: softmax(q k^T / sqrt(head_size) + mask) v.
+///
+/// It builds the whole (T, T) score matrix of every head; the causal mask sets the scores above the
+/// diagonal to -inf, so position t weighs only positions 0..t. Same result as fused_causal_attention()
+/// up to float rounding, at the cost of materialising the scores: the baseline the fused kernel beats.
+/// @param q queries (B, n_head, T, head_size)
+/// @param k keys, same shape
+/// @param v values, same shape
+/// @return  (B, n_head, T, head_size)
+torch::Tensor explicit_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
 /// Causal self-attention: one linear layer makes q, k, v for all heads, then attention, then a projection.
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:

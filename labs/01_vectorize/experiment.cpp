@@ -4,9 +4,9 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "common/device.h"
+#include "common/format.h"
 #include "exercise.h"
 
 namespace lab01 {
@@ -36,13 +36,8 @@ Config quick_config() {
 
 namespace {
 
-std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << value;
-  return s.str();
-}
-
 void print_row(const std::string& name, double sum, const speedlabs::TimingStats& t) {
+  using speedlabs::fixed;
   std::cout << "  " << std::left << std::setw(28) << name << std::right << std::setw(22) << std::setprecision(15)
             << sum << std::setw(12) << fixed(t.median_ms, 3) << std::setw(12) << fixed(t.min_ms, 3) << std::setw(12)
             << fixed(t.max_ms, 3) << "\n";

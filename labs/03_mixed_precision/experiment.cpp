@@ -15,6 +15,7 @@
 
 #include "common/autocast_guard.h"
 #include "common/errors.h"
+#include "common/format.h"
 #include "common/grad_scaler.h"
 #include "exercise.h"
 
@@ -405,12 +406,6 @@ double fraction_zeroed(const torch::Tensor& reference, const torch::Tensor& cand
   return lost.sum().item<double>() / std::max(1.0, nonzero.sum().item<double>());
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::setprecision(digits) << value;
-  return s.str();
-}
-
 void print_policy_table(const std::vector<PolicyRow>& rows, const c10::Device& device, c10::ScalarType dtype) {
   const bool cpu = device.is_cpu();
   std::cout << "\nAutocast policy measured on " << device.str() << " with dtype " << dtype_name(dtype)
@@ -654,7 +649,7 @@ void run(const Config& config, speedlabs::Report& report) {
     nlohmann::json measured{{"fp32", fp32_run.final_loss}, {"initial", fp32_run.initial_loss}};
     std::cout << "\nTraining an MLP (16-" << config.hidden << "-" << config.hidden << "-1, Adam lr " << kLearningRate
               << ", " << config.steps << " full-batch steps of " << config.batch << " examples), final float32 loss:\n"
-              << "  initial " << fixed(fp32_run.initial_loss, 6) << "\n  fp32    " << fixed(fp32_run.final_loss, 6)
+              << "  initial " << speedlabs::fixed(fp32_run.initial_loss, 6) << "\n  fp32    " << speedlabs::fixed(fp32_run.final_loss, 6)
               << "\n";
     // The tolerance: the runs start from the same weights and data and differ only by rounding. Two parts:
     // (1) 15% of the float32 loss for the drift rounding feeds from step to step; measured on this CPU
@@ -677,9 +672,9 @@ void run(const Config& config, speedlabs::Report& report) {
         measured["fp16_skipped_steps"] = result.skipped_steps;
         measured["fp16_final_scale"] = result.final_scale;
       }
-      std::cout << "  " << precision << "    " << fixed(result.final_loss, 6)
+      std::cout << "  " << precision << "    " << speedlabs::fixed(result.final_loss, 6)
                 << (precision == "fp16" ? " (with GradScaler, " + std::to_string(result.skipped_steps) +
-                                              " skipped steps, final scale " + fixed(result.final_scale, 8) + ")"
+                                              " skipped steps, final scale " + speedlabs::fixed(result.final_scale, 8) + ")"
                                         : "")
                 << "\n";
       ok = ok && within(result.final_loss);

@@ -9,20 +9,22 @@
 #include <iomanip>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "common/autocast_guard.h"
 #include "common/device.h"
+#include "common/format.h"
+#include "common/memory.h"
 #include "exercise.h"
 #ifdef SPEEDLABS_HAVE_CUDA_KERNELS
 #include "common/cuda/kernels.h"
 #endif
-#ifdef SPEEDLABS_TORCH_HAS_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 namespace lab04 {
+
+using speedlabs::fixed;
 
 torch::nn::Sequential make_model(uint64_t seed) {
   torch::manual_seed(seed);
@@ -58,31 +60,6 @@ CpuFeatures read_cpu_features() {
   return parse_cpuinfo(std::string(std::istreambuf_iterator<char>(file), {}));
 }
 
-namespace {
-
-// A "Key:   12345 kB" line of /proc/self/status, in bytes.
-std::optional<int64_t> status_bytes(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<int64_t> current_rss_bytes() { return status_bytes("VmRSS"); }
-
-std::optional<int64_t> peak_rss_bytes() { return status_bytes("VmHWM"); }
-
-bool reset_peak_rss() {
-  std::ofstream clear_refs("/proc/self/clear_refs");
-  clear_refs << "5";
-  clear_refs.flush();
-  return clear_refs.good();
-}
-
 Config quick_config() {
   Config config;
   config.timing = {1, 5};
@@ -107,30 +84,23 @@ PeakMemory with_peak_memory(const c10::Device& device, Fn&& fn) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(1);
   if (device.is_cpu()) {
-    const bool reset = reset_peak_rss();
-    const auto before = current_rss_bytes();
+    const bool reset = speedlabs::reset_peak_rss();
+    const auto before = speedlabs::current_rss_bytes();
     fn();
-    const auto peak = peak_rss_bytes();
+    const auto peak = speedlabs::peak_rss_bytes();
     if (!before || !peak) return {{{"unavailable", "no /proc/self/status"}}, "n/a"};
     const double peak_mb = *peak / kMiB;
     const double rise_mb = (*peak - *before) / kMiB;
     text << "RSS " << peak_mb << " MB (+" << rise_mb << ")" << (reset ? "" : " process peak");
     return {{{"peak_rss_mb", peak_mb}, {"rise_mb", rise_mb}, {"peak_reset", reset}}, text.str()};
   }
-#ifdef SPEEDLABS_TORCH_HAS_CUDA
-  if (device.is_cuda()) {
-    namespace allocator = c10::cuda::CUDACachingAllocator;
-    allocator::resetPeakStats(device.index());
-    fn();
-    const auto stats = allocator::getDeviceStats(device.index());
-    const double peak_mb =
-        stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak / kMiB;
-    text << "allocated " << peak_mb << " MB";
-    return {{{"peak_allocated_mb", peak_mb}}, text.str()};
-  }
-#endif
+  speedlabs::reset_peak_memory(device);
   fn();
-  return {{{"unavailable", "no memory statistics for " + device.str() + " in this build"}}, "n/a"};
+  const auto peak = speedlabs::peak_memory_bytes(device);
+  if (!peak) return {{{"unavailable", "no memory statistics for " + device.str() + " in this build"}}, "n/a"};
+  const double peak_mb = *peak / kMiB;
+  text << "allocated " << peak_mb << " MB";
+  return {{{"peak_allocated_mb", peak_mb}}, text.str()};
 }
 
 // One benchmark variant: the lesson's model on one device, in fp32 or under bf16 autocast.
@@ -163,12 +133,6 @@ nlohmann::json timing_json(const speedlabs::TimingStats& t) {
 
 bool plausible(const speedlabs::TimingStats& t) {
   return std::isfinite(t.median_ms) && t.min_ms > 0 && t.min_ms <= t.median_ms && t.median_ms <= t.max_ms;
-}
-
-std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << value;
-  return s.str();
 }
 
 void print_header() {

@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "common/observations.h"
@@ -30,16 +29,6 @@ CpuFeatures parse_cpuinfo(const std::string& text);
 
 /// parse_cpuinfo() of this machine's /proc/cpuinfo (known = false where there is none).
 CpuFeatures read_cpu_features();
-
-/// Resident memory of this process now, in bytes (VmRSS), or nullopt where /proc is not there.
-std::optional<int64_t> current_rss_bytes();
-
-/// Peak resident memory of this process since the last reset_peak_rss(), in bytes (VmHWM), or nullopt.
-std::optional<int64_t> peak_rss_bytes();
-
-/// Resets the peak that peak_rss_bytes() reports (Linux: writes 5 to /proc/self/clear_refs).
-/// @return false where that is not allowed; the peak then covers the process's whole life
-bool reset_peak_rss();
 
 /// The experiment's knobs.
 struct Config {

@@ -1,6 +1,5 @@
 #include "experiment.h"
 
-#include <c10/core/CachingDeviceAllocator.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +19,10 @@
 #include "common/autocast_guard.h"
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/format.h"
 #include "common/gpt.h"
 #include "common/grad_scaler.h"
+#include "common/memory.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -30,6 +31,7 @@
 namespace lab05 {
 
 using speedlabs::Precision;
+using speedlabs::fixed;
 namespace gpt = speedlabs::gpt;
 
 Config quick_config() {
@@ -97,27 +99,11 @@ class ProgressBar {
   bool enabled_;
 };
 
-std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << value;
-  return s.str();
-}
-
 std::string megabytes(std::optional<int64_t> bytes) {
   return bytes ? fixed(static_cast<double>(*bytes) / (1 << 20), 1) + " MiB" : "n/a";
 }
 
 bool logged(int step, const Config& config) { return step % config.log_every == 0 || step == config.steps - 1; }
-
-// Peak device memory needs the device's caching allocator; the CPU allocator keeps no such statistics.
-void reset_peak_memory(const c10::Device& device) {
-  if (!device.is_cpu()) c10::getDeviceAllocator(device.type())->resetPeakStats(device.has_index() ? device.index() : 0);
-}
-std::optional<int64_t> peak_memory(const c10::Device& device) {
-  if (device.is_cpu()) return std::nullopt;
-  const auto stats = c10::getDeviceAllocator(device.type())->getDeviceStats(device.has_index() ? device.index() : 0);
-  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
-}
 
 // Why a mode cannot run here, or "" when it can.
 std::string why_not_runnable(Precision mode, const c10::Device& device) {
@@ -148,7 +134,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
   const Config& config = run.config;
   ModeResult result;
   result.mode = mode;
-  reset_peak_memory(run.device);
+  speedlabs::reset_peak_memory(run.device);
   // The same seed before each model: every mode starts from the same weights and sees the same batches.
   torch::manual_seed(config.seed);
   gpt::GPT model(run.model_config, causal_attention);
@@ -210,7 +196,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
   if (timed.empty()) timed.push_back(result.steps.back().ms);  // a one-step run has only its warm-up step
   result.median_ms = speedlabs::summarize(timed).median_ms;
   result.tokens_per_s = tokens_per_step / (result.median_ms / 1000.0);
-  result.peak_bytes = peak_memory(run.device);
+  result.peak_bytes = speedlabs::peak_memory_bytes(run.device);
   result.final_loss_scale = scaler.get_scale();
   std::set<std::string> dtypes;
   for (const auto& p : model->parameters()) dtypes.insert(c10::toString(p.scalar_type()));

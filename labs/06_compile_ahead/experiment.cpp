@@ -15,8 +15,10 @@
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/format.h"
 #include "common/gpt.h"
 #include "common/grad_scaler.h"
+#include "common/memory.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -31,6 +33,7 @@ namespace lab06 {
 
 namespace gpt = speedlabs::gpt;
 using nlohmann::json;
+using speedlabs::fixed;
 
 namespace {
 
@@ -61,30 +64,6 @@ constexpr double kGoalTopVsPythonEager = 4.0;
 constexpr double kGoalTopVsCompile = 1.0;
 constexpr double kGoalMfu = 0.5;
 
-std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << value;
-  return s.str();
-}
-
-// The chapter's attention before flash attention: the full T x T score matrix, masked, softmaxed.
-torch::Tensor explicit_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  const int64_t T = q.size(-2);
-  const auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  const auto future = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
-  return torch::matmul(scores.masked_fill(future, -std::numeric_limits<double>::infinity()).softmax(-1), v);
-}
-
-// Peak device memory needs the device's caching allocator; the CPU allocator keeps no such statistics.
-void reset_peak_memory(const c10::Device& device) {
-  if (!device.is_cpu()) c10::getDeviceAllocator(device.type())->resetPeakStats(device.has_index() ? device.index() : 0);
-}
-std::optional<int64_t> peak_memory(const c10::Device& device) {
-  if (device.is_cpu()) return std::nullopt;
-  const auto stats = c10::getDeviceAllocator(device.type())->getDeviceStats(device.has_index() ? device.index() : 0);
-  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
-}
-
 bool at_least(Rung rung, Rung step) { return static_cast<int>(rung) >= static_cast<int>(step); }
 
 // What a rung switches on for the training step.
@@ -97,14 +76,7 @@ gpt::StepPrecision step_precision(Rung rung) {
 
 // The precision mode a rung runs in, for the comparison with the Python peers ("" above bf16: the
 // rungs from sdpa up have no Python peer of their own).
-std::string peer_mode(Rung rung) {
-  switch (rung) {
-    case Rung::fp32: return "fp32";
-    case Rung::tf32: return "tf32";
-    case Rung::bf16: return "bf16";
-    default: return "";
-  }
-}
+std::string peer_mode(Rung rung) { return at_least(rung, Rung::sdpa) ? "" : to_string(rung); }
 
 // The step's batches, staged on the device before timing so that every rung and peer sees the same ones.
 struct Batches {
@@ -138,7 +110,7 @@ gpt::GPT build_model(const gpt::GPTConfig& base, Rung rung, const gpt::NamedTens
   gpt::GPTConfig config = base;
   if (at_least(rung, Rung::vocab50304)) config.vocab_size = padded_vocab_size(base.vocab_size, kVocabTile);
   gpt::GPT model(config, at_least(rung, Rung::sdpa) ? gpt::AttentionFn(gpt::fused_causal_attention)
-                                                    : gpt::AttentionFn(explicit_causal_attention));
+                                                    : gpt::AttentionFn(gpt::explicit_causal_attention));
   auto params = model->named_parameters();
   torch::NoGradGuard no_grad;
   for (const auto& [name, value] : weights) {
@@ -183,7 +155,7 @@ struct RungRunner {
     RungResult result;
     result.name = to_string(rung);
     result.shape = shape;
-    reset_peak_memory(device);
+    speedlabs::reset_peak_memory(device);
     auto model = build_model(model_config, rung, weights, device);
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     if (at_least(rung, Rung::fused_adamw)) {
@@ -204,7 +176,7 @@ struct RungRunner {
           device));
     }
     summarize_times(result, times, 0);
-    result.peak_bytes = peak_memory(device);
+    result.peak_bytes = speedlabs::peak_memory_bytes(device);
     result.losses = std::vector<double>(losses.cpu().data_ptr<float>(), losses.cpu().data_ptr<float>() + total_steps());
     result.ran = true;
     return result;
@@ -223,7 +195,7 @@ struct RungRunner {
       result.reason = "needs more than " + std::to_string(kGraphEagerSteps) + " steps (eager ones before the capture)";
       return result;
     }
-    reset_peak_memory(device);
+    speedlabs::reset_peak_memory(device);
     auto model = build_model(model_config, Rung::cuda_graph, weights, device);
     FusedAdamW optimizer(model->parameters(), config.lr);
     speedlabs::GradScaler unused_scaler(speedlabs::GradScalerOptions{.enabled = false});
@@ -267,7 +239,7 @@ struct RungRunner {
       return result;
     }
     summarize_times(result, times, kGraphEagerSteps);
-    result.peak_bytes = peak_memory(device);
+    result.peak_bytes = speedlabs::peak_memory_bytes(device);
     const auto host_losses = losses.cpu();
     result.losses = std::vector<double>(host_losses.data_ptr<float>(), host_losses.data_ptr<float>() + total_steps());
     result.detail = std::to_string(kGraphEagerSteps) + " eager steps, capture, then replays";

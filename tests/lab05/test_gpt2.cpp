@@ -101,6 +101,20 @@ TEST(Lab05Exercise, ExplicitAttentionMatchesTheFusedKernel) {
   EXPECT_TRUE(torch::allclose(lab05::causal_attention(q, k, v), gpt::fused_causal_attention(q, k, v), 1e-5, 1e-5));
 }
 
+TEST(Lab05Exercise, ExplicitAttentionMatchesTheProjectsWrittenOutAttention) {
+  torch::manual_seed(3);
+  const auto q = torch::randn({2, 3, 33, 16}), k = torch::randn({2, 3, 33, 16}), v = torch::randn({2, 3, 33, 16});
+  const auto student = lab05::causal_attention(q, k, v);
+  // The same computation as common/gpt's, but a solution may scale q, k^T or the scores, by a division or a
+  // multiplication by 1/sqrt(16): float32 scores then differ by a rounding or two (6e-8 relative each), which
+  // exp and the sums of up to 33 weighted values carry into the output as a few 1e-7. 1e-5 leaves margin; a
+  // missing scale, a wrong mask or a softmax over the wrong axis is off by 1e-1 or more.
+  EXPECT_TRUE(torch::allclose(student, gpt::explicit_causal_attention(q, k, v), 1e-5, 1e-5));
+  // The fused kernel sums in yet another order (tiles, online softmax): within the same float32 margin.
+  EXPECT_TRUE(torch::allclose(student, gpt::fused_causal_attention(q, k, v), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(gpt::explicit_causal_attention(q, k, v), gpt::fused_causal_attention(q, k, v), 1e-5, 1e-5));
+}
+
 TEST(Lab05Exercise, ExplicitAttentionIsCausal) {
   torch::manual_seed(2);
   const auto q = torch::randn({1, 2, 10, 4}), k = torch::randn({1, 2, 10, 4}), v = torch::randn({1, 2, 10, 4});

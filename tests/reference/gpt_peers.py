@@ -41,10 +41,7 @@ def synchronize(device):
 def run_peer(state, device, mode, compiled, warmup, steps):
     block_size, vocab_size, n_layer, n_head, n_embd = state["config"].tolist()
     lr, beta1, beta2, eps, weight_decay = state["adamw"].tolist()
-    # gpt_reference.py makes its position ids and causal mask with torch.arange / torch.ones and no device
-    # argument; the default device puts them (and the model) where the batches are.
-    torch.set_default_device(device)
-    model = GPT(block_size, vocab_size, n_layer, n_head, n_embd)
+    model = GPT(block_size, vocab_size, n_layer, n_head, n_embd).to(device)
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(state["param/" + name])
@@ -72,7 +69,6 @@ def run_peer(state, device, mode, compiled, warmup, steps):
         synchronize(device)
         times_ms.append((time.perf_counter() - start) * 1e3)
     torch.set_float32_matmul_precision("highest")
-    torch.set_default_device(None)
     median_ms = statistics.median(times_ms[warmup:])
     tokens = xs.size(1) * xs.size(2)
     return {"name": f"python_{'compile' if compiled else 'eager'}_{mode}", "ran": True, "reason": "",

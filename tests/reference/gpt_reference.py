@@ -61,7 +61,7 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
-        future = torch.ones(T, T, dtype=torch.bool).triu(1)
+        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
         y = scores.masked_fill(future, float("-inf")).softmax(dim=-1) @ v
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
@@ -103,7 +103,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.size(1)
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(T))
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(T, device=idx.device))
         for block in self.transformer.h:
             x = block(x)
         logits = self.lm_head(self.transformer.ln_f(x))
