@@ -7,7 +7,11 @@
 #     [LIBS ...]                        # extra libraries (datasets, cuda kernels)
 #     [TESTS tests/labNN/test_x.cpp]    # GoogleTest sources, relative to the repository root
 #     [GPU_TESTS ...]                   # tests that need a GPU (they GTEST_SKIP without one); label gpu
-#     [SMOKE_ARGS ...])                 # extra arguments for the smoke run (--quick --json are given)
+#     [SMOKE_ARGS ...]                  # extra arguments for the smoke run (--quick --json are given)
+#     [BAD_ARGS "--n 0" ...])           # more argument lists that must stop with exit code 2
+#
+# Every lab also gets bad-input tests that need no argument of its own: an unknown flag, an unknown
+# --device and an unwritable --json path must each stop with a message and exit code 2.
 #
 # Every target reuses the precompiled libtorch header of speedlabs_common.
 
@@ -33,7 +37,7 @@ function(speedlabs_add_gtest name)
 endfunction()
 
 function(speedlabs_add_lab)
-  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM" "SOURCES;LIBS;TESTS;GPU_TESTS;SMOKE_ARGS" ${ARGN})
+  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM" "SOURCES;LIBS;TESTS;GPU_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
   if(NOT LAB_ID)
     message(FATAL_ERROR "speedlabs_add_lab: ID is required")
   endif()
@@ -86,5 +90,16 @@ function(speedlabs_add_lab)
     add_test(NAME ${label}.smoke
       COMMAND ${LAB_PROGRAM} --quick --json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json" ${LAB_SMOKE_ARGS})
     set_tests_properties(${label}.smoke PROPERTIES LABELS "${label};smoke" TIMEOUT 600)
+
+    set(bad_inputs "--no-such-flag" "--device tpu" "--json /nonexistent-folder/out.json" ${LAB_BAD_ARGS})
+    set(index 0)
+    foreach(arguments IN LISTS bad_inputs)
+      separate_arguments(argv UNIX_COMMAND "${arguments}")
+      math(EXPR index "${index} + 1")
+      add_test(NAME ${label}.bad_input_${index}
+        COMMAND bash "${PROJECT_SOURCE_DIR}/tests/expect_exit.sh" 2 "error|Error|not in range|--help"
+                $<TARGET_FILE:${LAB_PROGRAM}> ${argv})
+      set_tests_properties(${label}.bad_input_${index} PROPERTIES LABELS "${label};bad_input" TIMEOUT 60)
+    endforeach()
   endif()
 endfunction()
