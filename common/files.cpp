@@ -6,10 +6,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "common/errors.h"
 
 namespace speedlabs {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RuntimeFailure("could not read '" + path + "'");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
 
 void require_writable(const std::string& path) {
   const std::string probe = path + ".probe." + std::to_string(::getpid());

@@ -6,6 +6,11 @@
 
 namespace speedlabs {
 
+/// The whole content of the file at @p path, byte for byte; throws RuntimeFailure naming it when it
+/// cannot be read.
+/// @param path  the file
+std::string read_file(const std::string& path);
+
 /// Throws UsageError unless a file can be created at @p path (checked before a long run, not after).
 /// @param path  the file a run will write
 void require_writable(const std::string& path);

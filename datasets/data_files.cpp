@@ -70,14 +70,6 @@ class Sha256 {
   std::unique_ptr<EVP_MD_CTX, DigestContextDeleter> context_;
 };
 
-std::string read_file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeFailure("could not read '" + path.string() + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
 const DataFile& manifest_entry(const std::string& relative_path) {
   for (const DataFile& file : manifest())
     if (file.relative_path == relative_path) return file;
@@ -218,7 +210,7 @@ bool read_token_cache(const fs::path& file, const std::string& text_sum, const s
 
 TokenizedText load_tokens_cached(const GPT2Tokenizer& tokenizer, const fs::path& text_file,
                                  const fs::path& cache_directory) {
-  const std::string text = read_file_bytes(text_file);
+  const std::string text = speedlabs::read_file(text_file);
   const std::string text_sum = sha256_hex(text);
   // One cache file per text file (named by its path), so a changed text replaces its old ids.
   const std::string path_key = sha256_hex(fs::absolute(text_file).lexically_normal().string()).substr(0, 16);

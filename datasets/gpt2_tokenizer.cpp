@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -15,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "datasets/data_files.h"
 
 namespace datasets {
@@ -112,14 +112,6 @@ std::vector<uint32_t> code_points(std::string_view text, const std::string& wher
     i += length;
   }
   return out;
-}
-
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeFailure("could not read '" + path.string() + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
 }
 
 // An open-addressing hash map from byte strings (views that outlive the map) to values: the hot
@@ -386,7 +378,7 @@ GPT2Tokenizer GPT2Tokenizer::from_files(const fs::path& encoder_json, const fs::
   };
 
   // The ranks, as tiktoken's data_gym_to_mergeable_bpe_ranks builds them: bytes, then each merge.
-  const std::string merges_text = read_all(vocab_bpe);
+  const std::string merges_text = speedlabs::read_file(vocab_bpe);
   std::vector<std::string> by_rank;
   for (const uint8_t byte : bytes_in_rank_order(code_point)) by_rank.emplace_back(1, static_cast<char>(byte));
   std::istringstream lines(merges_text);
@@ -406,7 +398,7 @@ GPT2Tokenizer GPT2Tokenizer::from_files(const fs::path& encoder_json, const fs::
     throw RuntimeFailure(vocab_bpe.string() + ": expected 50,000 merges, found " + std::to_string(by_rank.size() - 256));
 
   // encoder.json must give every token the id equal to its rank (tiktoken asserts the same).
-  const std::string encoder_text = read_all(encoder_json);
+  const std::string encoder_text = speedlabs::read_file(encoder_json);
   nlohmann::json encoder;
   try {
     encoder = nlohmann::json::parse(encoder_text);
