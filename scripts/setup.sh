@@ -45,7 +45,7 @@ fi
 # 3. Datasets: verified copies in the data directory, downloaded where missing. Labs 01-04 need no
 # data, so a failed download only warns; without the stamp, the next call tries again.
 if ! bash scripts/fetch-data.sh "$(data_dir)"; then
-  say "warning: the datasets are not complete in $(data_dir): labs 01-04 run, lab 05 and tokenize will stop" \
+  say "warning: the datasets are not complete in $(data_dir): labs 01-04 run; labs 05-06 and tokenize stop" \
       "until they are there (or SPEEDLABS_DATA_DIR names a folder that has them)"
   exit 0
 fi
