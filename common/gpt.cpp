@@ -146,30 +146,12 @@ torch::optim::AdamW make_adamw(GPT& model, double lr) {
                              torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
 }
 
-namespace {
-
-// torch.set_float32_matmul_precision for one step; the global setting is restored afterwards.
-class MatmulPrecisionSetting {
- public:
-  explicit MatmulPrecisionSetting(const std::string& precision) : previous_(current_matmul_precision()) {
-    at::globalContext().setFloat32MatmulPrecision(precision);
-  }
-  ~MatmulPrecisionSetting() { at::globalContext().setFloat32MatmulPrecision(previous_); }
-  MatmulPrecisionSetting(const MatmulPrecisionSetting&) = delete;
-  MatmulPrecisionSetting& operator=(const MatmulPrecisionSetting&) = delete;
-
- private:
-  std::string previous_;
-};
-
-}  // namespace
-
 torch::Tensor train_step(GPT& model, torch::optim::Optimizer& optimizer, GradScaler& scaler, const torch::Tensor& x,
                          const torch::Tensor& y, const StepPrecision& setup) {
   if (setup.matmul_precision != "highest" && setup.matmul_precision != "high") {
     throw UsageError("matmul precision must be 'highest' or 'high', not '" + setup.matmul_precision + "'");
   }
-  MatmulPrecisionSetting matmul(setup.matmul_precision);
+  MatmulPrecisionScope matmul(setup.matmul_precision);  // restored after the step
   torch::Tensor loss;
   {
     // Autocast covers the forward pass and the loss only; backward runs each op in its forward dtype.

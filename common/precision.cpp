@@ -45,12 +45,20 @@ std::string current_matmul_precision() {
   return "highest";
 }
 
-void apply_matmul_precision(Precision p) {
-  at::globalContext().setFloat32MatmulPrecision(p == Precision::tf32 ? "high" : "highest");
-}
+namespace {
 
-MatmulPrecisionScope::MatmulPrecisionScope(Precision p) : previous_(current_matmul_precision()) {
-  apply_matmul_precision(p);
+// torch's name for the float32 matmul precision of a mode: TF32 is allowed only in tf32.
+const char* matmul_precision_name(Precision p) { return p == Precision::tf32 ? "high" : "highest"; }
+
+}  // namespace
+
+void apply_matmul_precision(Precision p) { at::globalContext().setFloat32MatmulPrecision(matmul_precision_name(p)); }
+
+MatmulPrecisionScope::MatmulPrecisionScope(Precision p)
+    : MatmulPrecisionScope(std::string(matmul_precision_name(p))) {}
+
+MatmulPrecisionScope::MatmulPrecisionScope(const std::string& torch_name) : previous_(current_matmul_precision()) {
+  at::globalContext().setFloat32MatmulPrecision(torch_name);
 }
 
 MatmulPrecisionScope::~MatmulPrecisionScope() { at::globalContext().setFloat32MatmulPrecision(previous_); }

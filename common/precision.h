@@ -41,6 +41,9 @@ class MatmulPrecisionScope {
   /// Sets the matmul precision of @p p until the scope ends.
   /// @param p  the precision mode
   explicit MatmulPrecisionScope(Precision p);
+  /// Sets torch's float32 matmul precision by name until the scope ends.
+  /// @param torch_name  "highest", "high" or "medium", as torch.set_float32_matmul_precision takes it
+  explicit MatmulPrecisionScope(const std::string& torch_name);
   ~MatmulPrecisionScope();
   MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
   MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;

@@ -27,3 +27,12 @@ TEST(Precision, Tf32ScopeSetsAndRestoresMatmulPrecision) {
   }
   EXPECT_EQ(speedlabs::current_matmul_precision(), "highest");
 }
+
+TEST(Precision, ScopeByTorchNameRestoresToo) {
+  ASSERT_EQ(speedlabs::current_matmul_precision(), "highest");
+  {
+    speedlabs::MatmulPrecisionScope scope(std::string("medium"));
+    EXPECT_EQ(speedlabs::current_matmul_precision(), "medium");
+  }
+  EXPECT_EQ(speedlabs::current_matmul_precision(), "highest");
+}
