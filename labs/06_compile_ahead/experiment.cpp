@@ -49,8 +49,8 @@ constexpr double kInitialLossTolerance = 0.05;
 // chapter's A100 logs stay within 0.1 nat of fp32 over 100 steps (bf16). 0.25 leaves room for the drift
 // and still catches a broken rung (a stale graph input, a wrong optimizer step moves the loss by > 0.5).
 constexpr double kTrackTolerance = 0.25;
-// The Python fp32 peer runs the same model, weights, batches and AdamW as the C++ fp32 rung; only the
-// order of some float32 sums and AdamW's loop (foreach vs per-tensor) differ. Adam divides by each
+// The Python fp32 peer runs the same model, weights, batches and foreach AdamW op sequence as the C++
+// fp32 rung; only the order of some float32 sums may differ. Adam divides by each
 // gradient's RMS, so rounding-level gradient differences become update differences of up to lr for
 // near-zero gradients; over ~25 steps at lr 6e-4 that moves the loss by ~1e-3 at most. 1e-2 is well
 // below what a real difference (another init, another mask, another optimizer) produces.
@@ -161,7 +161,7 @@ struct RungRunner {
     if (at_least(rung, Rung::fused_adamw)) {
       optimizer = std::make_unique<FusedAdamW>(model->parameters(), config.lr);
     } else {
-      optimizer = std::make_unique<torch::optim::AdamW>(gpt::make_adamw(model, config.lr));
+      optimizer = std::make_unique<ForeachAdamW>(model->parameters(), config.lr);
     }
     speedlabs::GradScaler unused_scaler(speedlabs::GradScalerOptions{.enabled = false});
     const auto setup = step_precision(rung);
@@ -260,7 +260,7 @@ std::vector<RungResult> run_python_peers(const Config& config, const c10::Device
   gpt::NamedTensors state;
   state.emplace_back("config", torch::tensor({model_config.block_size, model_config.vocab_size, model_config.n_layer,
                                               model_config.n_head, model_config.n_embd}, torch::kLong));
-  const AdamWHyperparameters hyper;  // the constants of torch::optim::AdamW as make_adamw sets them
+  const AdamWHyperparameters hyper;  // the constants every rung's AdamW uses
   state.emplace_back("adamw", torch::tensor({config.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay},
                                             torch::kFloat));
   for (const auto& [name, value] : weights) state.emplace_back("param/" + name, value);
@@ -471,6 +471,28 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
     report.not_applicable("python_eager_matches_cpp_fp32" + suffix, parity_claim, parity_expected,
                           "needs the C++ fp32 rung and the Python eager fp32 peer");
   }
+
+  // torch.compile fuses ops and keeps some intermediates in float32, so its losses drift from the eager
+  // ones like a rung's from fp32's: the rungs' tolerance. A miscompiled step moves them by whole nats.
+  const std::string compile_claim = "each torch.compile peer's losses track the C++ rung of its precision";
+  const std::string compile_expected = "max |diff| <= " + fixed(kTrackTolerance, 2) + " nat";
+  json compile_gaps = json::object();
+  bool compile_tracks = true;
+  const std::string compile_prefix = "python_compile_";
+  for (const auto* p : peers) {
+    if (p->name.rfind(compile_prefix, 0) != 0) continue;
+    const RungResult* cpp = find(ladder.rungs, p->name.substr(compile_prefix.size()), shape);
+    if (!cpp) continue;
+    const double gap = max_loss_gap(*p, *cpp);
+    compile_gaps[p->name] = gap;
+    compile_tracks = compile_tracks && gap <= kTrackTolerance;
+  }
+  if (compile_gaps.empty()) {
+    report.not_applicable("python_compile_tracks_cpp" + suffix, compile_claim, compile_expected,
+                          "no torch.compile peer ran next to its C++ rung (GPU runs, or --compile-modes on a CPU)");
+  } else {
+    report.check("python_compile_tracks_cpp" + suffix, compile_claim, compile_gaps, compile_expected, compile_tracks);
+  }
 }
 
 // A goal of the issue: a ratio against a threshold, judged only on a CUDA GPU (where the goals are set).
@@ -638,38 +660,6 @@ std::string sdpa_backend(const c10::Device& device, const Shape& shape, int64_t 
     default: return "none";
   }
 }
-
-FusedAdamW::FusedAdamW(std::vector<torch::Tensor> params, double lr, AdamWHyperparameters hyper)
-    : torch::optim::Optimizer(params, std::make_unique<torch::optim::AdamWOptions>(lr)), hyper_(hyper) {
-  if (params.empty()) throw speedlabs::UsageError("FusedAdamW needs at least one parameter");
-  const auto device = params.front().device();
-  lr_ = torch::full({}, lr, torch::TensorOptions().device(device).dtype(torch::kFloat));
-  for (const auto& p : params) {
-    state_.params.push_back(p);
-    state_.exp_avgs.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    state_.exp_avg_sqs.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    state_.steps.push_back(torch::zeros({}, torch::TensorOptions().device(device).dtype(torch::kFloat)));
-  }
-}
-
-torch::Tensor FusedAdamW::step(LossClosure closure) {
-  if (closure) throw speedlabs::UsageError("FusedAdamW::step takes no closure");
-  // Parameters without a gradient are left out of this step, with their state (as torch.optim does).
-  FusedAdamWTensors active;
-  for (size_t i = 0; i < state_.params.size(); ++i) {
-    const auto& grad = state_.params[i].grad();
-    if (!grad.defined()) continue;
-    active.params.push_back(state_.params[i]);
-    active.grads.push_back(grad);
-    active.exp_avgs.push_back(state_.exp_avgs[i]);
-    active.exp_avg_sqs.push_back(state_.exp_avg_sqs[i]);
-    active.steps.push_back(state_.steps[i]);
-  }
-  if (!active.params.empty()) fused_adamw_update(active, lr_, hyper_);
-  return {};
-}
-
-void FusedAdamW::set_lr(double lr) { lr_.fill_(lr); }
 
 LadderResult run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
   if (config.warmup < 0 || config.steps < 1) {

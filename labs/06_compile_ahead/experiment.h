@@ -13,12 +13,13 @@
 
 #include "common/observations.h"
 #include "exercise.h"
+#include "optimizers.h"
 
 namespace lab06 {
 
 /// The rungs of the ladder; each keeps everything of the rungs before it.
 enum class Rung {
-  fp32,         ///< float32, "highest" matmul precision, the chapter's written-out attention, torch::optim::AdamW
+  fp32,         ///< float32, "highest" matmul precision, the chapter's written-out attention, ForeachAdamW
   tf32,         ///< + float32 matmuls may use TF32 tensor cores ("high")
   bf16,         ///< + autocast to bfloat16 for the forward pass and the loss
   sdpa,         ///< + at::scaled_dot_product_attention (flash / cuDNN / memory-efficient kernels)
@@ -63,7 +64,8 @@ struct Config {
 };
 
 /// The CPU defaults: B=4, T=128 only (B=16, T=1024 takes minutes per step on a CPU), a 1024 matmul,
-/// no torch.compile peers (they need a C++ toolchain at run time and minutes of compilation).
+/// no torch.compile peers unless asked for (they need a C++ toolchain at run time and a minute or more of
+/// compiling each).
 /// @param config the configuration to adapt
 void adapt_to_cpu(Config& config);
 
@@ -120,32 +122,10 @@ double measure_bf16_matmul_tflops(const c10::Device& device, int64_t n);
 std::string sdpa_backend(const c10::Device& device, const Shape& shape, int64_t n_head, int64_t head_size,
                          c10::ScalarType dtype);
 
-/// An optimizer whose step is fused_adamw_update(): AdamW with its moments, step counts and learning
-/// rate all in device memory, so that a step queues kernels and never waits for the device.
-class FusedAdamW : public torch::optim::Optimizer {
- public:
-  /// @param params the parameters (all on one device)
-  /// @param lr     the learning rate
-  /// @param hyper  the other constants
-  FusedAdamW(std::vector<torch::Tensor> params, double lr, AdamWHyperparameters hyper = {});
-  /// One fused step over every parameter that has a gradient. @param closure unused (must be empty)
-  torch::Tensor step(LossClosure closure = nullptr) override;
-  /// Writes a new learning rate into the device tensor (a captured graph picks it up on its next replay).
-  /// @param lr the learning rate
-  void set_lr(double lr);
-  /// The per-parameter step counts (float32, on the device).
-  const std::vector<torch::Tensor>& step_counts() const { return state_.steps; }
-
- private:
-  FusedAdamWTensors state_;
-  torch::Tensor lr_;
-  AdamWHyperparameters hyper_;
-};
-
 /// Climbs the ladder at every shape of @p config from the same initial weights and batches, runs the
 /// Python peers on the same weights and batches, prints the tables and records the observations
 /// bf16_matmul_tflops, rung_RUNG_BxT, initial_losses_agree_BxT, losses_track_fp32_BxT, python_peers_BxT,
-/// python_eager_matches_cpp_fp32_BxT and the goals goal_* (reported, never must-hold; judged only
+/// python_eager_matches_cpp_fp32_BxT, python_compile_tracks_cpp_BxT and the goals goal_* (reported, never must-hold; judged only
 /// on a CUDA GPU). A rung whose loss is not finite fails its observation. Throws speedlabs::UsageError for
 /// a shape longer than the model's block and speedlabs::RuntimeFailure when the data is missing.
 /// @param config the run

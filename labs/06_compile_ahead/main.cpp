@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   std::string python = SPEEDLABS_DEFAULT_PYTHON;
   bool no_peers = false, no_compile = false;
   int warmup = config.warmup, steps = config.steps, matmul_size = 0;
-  CLI::Option *config_flag, *warmup_flag, *steps_flag, *modes_flag;
+  CLI::Option *config_flag, *warmup_flag, *steps_flag, *modes_flag, *compile_flag;
   return speedlabs::run_lab(
       argc, argv, {"06", "06_compile_ahead", "the GPT-2 speed ladder, fp32 eager to a CUDA graph, beside PyTorch"},
       [&](CLI::App& app) {
@@ -63,9 +63,10 @@ int main(int argc, char** argv) {
         app.add_flag("--no-peers", no_peers, "skip the Python peers");
         modes_flag = app.add_option("--peer-modes", peer_modes, "precisions of the Python peers (fp32,tf32,bf16)")
                          ->capture_default_str();
-        app.add_option("--compile-modes", compile_modes, "precisions of the torch.compile peers (GPU only)")
-            ->capture_default_str();
-        app.add_flag("--no-compile", no_compile, "skip the torch.compile peers (always skipped on a CPU)");
+        compile_flag = app.add_option("--compile-modes", compile_modes,
+                                      "precisions of the torch.compile peers (on a CPU only when given)")
+                           ->capture_default_str();
+        app.add_flag("--no-compile", no_compile, "skip the torch.compile peers");
         app.add_option("--results", config.results_dir, "write ladder.json, ladder.md and ladder.dat here");
         app.add_option("--data-dir", config.data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
       },
@@ -93,8 +94,10 @@ int main(int argc, char** argv) {
         if (config.peer_modes.empty() && split(compile_modes).empty()) {
           throw speedlabs::UsageError("--peer-modes and --compile-modes are both empty: use --no-peers instead");
         }
-        // torch.compile on a CPU needs a C++ toolchain at run time and minutes of compiling: GPU runs only.
-        config.compile_modes = no_compile || !context.device.is_cuda() ? std::vector<std::string>{} : split(compile_modes);
+        // torch.compile on a CPU needs a C++ toolchain at run time and a minute or more of compiling per
+        // peer: there it runs only when asked for by name.
+        const bool compile = !no_compile && (context.device.is_cuda() || compile_flag->count() > 0);
+        config.compile_modes = compile ? split(compile_modes) : std::vector<std::string>{};
         config.python = no_peers ? "" : python;
         config.warmup = warmup;
         config.steps = steps;

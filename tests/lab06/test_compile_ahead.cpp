@@ -1,5 +1,5 @@
-// Lab 06: the exercises exactly, the fused optimizer against torch::optim::AdamW, and the ladder's
-// observations on the tiny model on this machine (the CUDA-graph rung is not applicable without a GPU).
+// Lab 06: the exercises exactly, the foreach and fused optimizers against torch::optim::AdamW, and the
+// ladder's observations on the tiny model on this machine (the CUDA-graph rung is not applicable without a GPU).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,47 +24,74 @@ TEST(Lab06PaddedVocab, RoundsUpToTheTile) {
   EXPECT_THROW(lab06::padded_vocab_size(50257, 0), speedlabs::UsageError);
 }
 
-// The fused kernel against libtorch's reference AdamW over several steps with changing gradients.
-TEST(Lab06FusedAdamW, MatchesTorchAdamW) {
+// Both multi-tensor optimizers against libtorch's per-tensor reference AdamW over several steps with
+// changing gradients.
+template <typename Optimizer>
+class Lab06MultiTensorAdamW : public ::testing::Test {};
+using MultiTensorOptimizers = ::testing::Types<lab06::ForeachAdamW, lab06::FusedAdamW>;
+TYPED_TEST_SUITE(Lab06MultiTensorAdamW, MultiTensorOptimizers);
+
+TYPED_TEST(Lab06MultiTensorAdamW, MatchesTorchAdamW) {
   torch::manual_seed(0);
   const std::vector<torch::Tensor> initial{torch::randn({17, 5}), torch::randn({5}), torch::randn({3, 4, 2})};
-  std::vector<torch::Tensor> fused_params, reference_params;
+  std::vector<torch::Tensor> params, reference_params;
   for (const auto& t : initial) {
-    fused_params.push_back(t.clone().requires_grad_(true));
+    params.push_back(t.clone().requires_grad_(true));
     reference_params.push_back(t.clone().requires_grad_(true));
   }
   const double lr = 1e-2;
-  lab06::FusedAdamW fused(fused_params, lr);
+  TypeParam optimizer(params, lr);
   torch::optim::AdamW reference(reference_params,
                                 torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
   for (int step = 0; step < 5; ++step) {
     for (size_t i = 0; i < initial.size(); ++i) {
       const auto grad = torch::randn_like(initial[i]);
-      fused_params[i].mutable_grad() = grad.clone();
+      params[i].mutable_grad() = grad.clone();
       reference_params[i].mutable_grad() = grad.clone();
     }
-    fused.step();
+    optimizer.step();
     reference.step();
   }
   for (size_t i = 0; i < initial.size(); ++i) {
-    // Same float32 formula, evaluated in a different order by the two kernels: a few float32 roundings
-    // (6e-8 relative each) per step, far below one step's size (lr = 1e-2).
-    EXPECT_TRUE(torch::allclose(fused_params[i], reference_params[i], /*rtol=*/1e-5, /*atol=*/1e-6)) << "param " << i;
-    EXPECT_FALSE(torch::equal(fused_params[i], initial[i])) << "param " << i << " was not updated";
-    EXPECT_EQ(fused.step_counts()[i].item<float>(), 5.0f);
+    // Same float32 formula, evaluated in a different order (lerp vs mul+add, one fused kernel vs ten):
+    // a few float32 roundings (6e-8 relative each) per step, far below one step's size (lr = 1e-2).
+    EXPECT_TRUE(torch::allclose(params[i], reference_params[i], /*rtol=*/1e-5, /*atol=*/1e-6)) << "param " << i;
+    EXPECT_FALSE(torch::equal(params[i], initial[i])) << "param " << i << " was not updated";
+    EXPECT_EQ(optimizer.step_counts()[i].template item<float>(), 5.0f);
   }
 }
 
-TEST(Lab06FusedAdamW, SkipsParametersWithoutGradients) {
+TYPED_TEST(Lab06MultiTensorAdamW, SkipsParametersWithoutGradients) {
   auto with_grad = torch::ones({4}).requires_grad_(true);
   auto without_grad = torch::ones({4}).requires_grad_(true);
-  lab06::FusedAdamW optimizer({with_grad, without_grad}, 0.1);
+  TypeParam optimizer({with_grad, without_grad}, 0.1);
   with_grad.mutable_grad() = torch::ones({4});
   optimizer.step();
   EXPECT_FALSE(torch::equal(with_grad, torch::ones({4})));
   EXPECT_TRUE(torch::equal(without_grad, torch::ones({4})));
-  EXPECT_EQ(optimizer.step_counts()[0].item<float>(), 1.0f);
-  EXPECT_EQ(optimizer.step_counts()[1].item<float>(), 0.0f);
+  EXPECT_EQ(optimizer.step_counts()[0].template item<float>(), 1.0f);
+  EXPECT_EQ(optimizer.step_counts()[1].template item<float>(), 0.0f);
+}
+
+TYPED_TEST(Lab06MultiTensorAdamW, RefusesNoParametersOrMixedDevices) {
+  EXPECT_THROW(TypeParam({}, 0.1), speedlabs::UsageError);
+  const auto on_cpu = torch::ones({2}).requires_grad_(true);
+  const auto on_meta = torch::ones({2}, torch::TensorOptions().device(torch::kMeta)).requires_grad_(true);
+  EXPECT_THROW(TypeParam({on_cpu, on_meta}, 0.1), speedlabs::UsageError);
+}
+
+// A new learning rate written into the device tensor is the one the next step uses.
+TEST(Lab06FusedAdamW, SetLrChangesTheNextStep) {
+  auto changed = torch::ones({3}).requires_grad_(true);
+  auto direct = torch::ones({3}).requires_grad_(true);
+  lab06::FusedAdamW set_later({changed}, 0.5);
+  lab06::FusedAdamW set_at_start({direct}, 0.01);
+  set_later.set_lr(0.01);
+  changed.mutable_grad() = torch::full({3}, 2.0);
+  direct.mutable_grad() = torch::full({3}, 2.0);
+  set_later.step();
+  set_at_start.step();
+  EXPECT_TRUE(torch::equal(changed, direct));
 }
 
 TEST(Lab06Flops, FormulaOfTheChapter) {
@@ -144,6 +171,32 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   ASSERT_EQ(result.peers.size(), 2u);  // fp32 and bf16, eager only on a CPU
   EXPECT_EQ(result.peers[0].name, "python_eager_fp32");
   EXPECT_EQ(result.peers[1].name, "python_eager_bf16");
+  EXPECT_EQ(report.at("python_compile_tracks_cpp_2x32").verdict, Verdict::not_applicable);
+  EXPECT_EQ(report.exit_code(), 0);
+}
+
+// The torch.compile peer, asked for on the CPU: it compiles (tens of seconds on two cores), reports its
+// first step apart from the median, and its losses track the C++ bf16 rung's.
+TEST(Lab06LadderOnCpu, TorchCompilePeerRunsWhenAskedFor) {
+  if (std::string(SPEEDLABS_DEFAULT_PYTHON).empty()) GTEST_SKIP() << "no Python with torch configured";
+  auto config = lab06::quick_config();
+  config.python = SPEEDLABS_DEFAULT_PYTHON;
+  config.top = lab06::Rung::bf16;
+  config.peer_modes = {"bf16"};
+  config.compile_modes = {"bf16"};
+  speedlabs::Report report("06_compile_ahead", "cpu");
+  const auto result = lab06::run(config, c10::Device(c10::kCPU), report);
+
+  EXPECT_EQ(report.at("python_peers_2x32").verdict, Verdict::holds);
+  ASSERT_EQ(result.peers.size(), 2u);
+  const auto& compiled = result.peers[1];
+  EXPECT_EQ(compiled.name, "python_compile_bf16");
+  EXPECT_EQ(compiled.losses.size(), 6u);
+  // Compiling happens inside the first call: that step is far slower than the median afterwards.
+  EXPECT_GT(compiled.first_step_ms, 2 * compiled.median_ms);
+  const auto& tracks = report.at("python_compile_tracks_cpp_2x32");
+  EXPECT_EQ(tracks.verdict, Verdict::holds);
+  EXPECT_TRUE(tracks.measured.contains("python_compile_bf16"));
   EXPECT_EQ(report.exit_code(), 0);
 }
 

@@ -45,8 +45,10 @@ def run_peer(state, device, mode, compiled, warmup, steps):
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(state["param/" + name])
+    # foreach=True is the default for CUDA parameters; on the CPU the default is a per-tensor loop, so
+    # it is set here to keep the C++ ladder's ForeachAdamW and this peer on the same algorithm everywhere.
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(beta1, beta2), eps=eps,
-                                  weight_decay=weight_decay)
+                                  weight_decay=weight_decay, foreach=True)
     forward = torch.compile(model) if compiled else model
     torch.set_float32_matmul_precision("high" if mode == "tf32" else "highest")
     xs, ys = state["x"].to(device), state["y"].to(device)
