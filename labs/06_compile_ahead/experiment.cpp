@@ -695,6 +695,10 @@ LadderResult run(const Config& config, const c10::Device& device, speedlabs::Rep
   }
   std::cout << "bf16 matmul (" << config.matmul_size << "^3): " << fixed(ladder.bf16_matmul_tflops, 2)
             << " TFLOP/s on " << speedlabs::describe(device) << "\n";
+  // The rungs and the Python peers (child processes) run under one host-allocator policy that keeps
+  // freed memory: with glibc's defaults every CPU step page-faults its big buffers in again, a cost the
+  // ladder is not about and one that hits the C++ and Python sides unequally.
+  std::cout << speedlabs::keep_freed_host_memory() << "\n";
 
   std::map<std::string, std::string> peer_failures;
   std::string markdown;
