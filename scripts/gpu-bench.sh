@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Lab 06's speed ladder on a CUDA GPU, with the Python peers, in one run; then the docs page.
 #
-#   scripts/gpu-bench.sh [--out DIR] [--publish] [-- extra lab06 flags, e.g. --shapes 4x128]
+#   scripts/gpu-bench.sh [--out DIR] [--publish] [--gpu-tests] [-- extra lab06 flags, e.g. --shapes 4x128]
 #   scripts/gpu-bench.sh --publish-only DIR
 #
 # Run:     configures build-gpu/ against the CUDA libtorch of $SPEEDLABS_GPU_PYTHON (default
-#          /opt/torch/.venv/bin/python, else .venv-cuda/bin/python), builds lab06 (no tests), runs
+#          /opt/torch/.venv/bin/python, else .venv-cuda/bin/python), builds lab06, runs
 #          `lab06 --device cuda` with the peers, and writes into DIR (default build-gpu/bench/):
 #          lab06.json (observations), ladder.json / ladder.md / ladder.dat (the results), lab06.txt
 #          (the printed log) and machine.md (GPU, driver, CUDA, compiler, torch).
+#          --gpu-tests first builds the GPU tests too and runs `ctest -L gpu` (gpu-tests.txt): labs 04
+#          and 06 on the device, the CUDA graph of the fused step included (about a minute more).
 # Publish: fills docs/gpu-ladder.md from DIR and draws docs/images/gpu-ladder.svg with gnuplot
 #          (--publish after the run, or --publish-only DIR on another machine, e.g. after the files
 #          came back from the lent GPU machine).
@@ -20,14 +22,16 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="$root/build-gpu/bench"
 publish=0
 publish_only=""
+gpu_tests=0
 lab_args=()
 while (($#)); do
   case "$1" in
     --out) out=$(realpath -m "$2"); shift 2 ;;
     --publish) publish=1; shift ;;
+    --gpu-tests) gpu_tests=1; shift ;;
     --publish-only) publish_only=$(realpath -m "$2"); shift 2 ;;
     --) shift; lab_args=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "gpu-bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -129,11 +133,13 @@ if [[ -z "${SPEEDLABS_DATA_DIR:-}" && -d "$root/.carry/data" ]]; then export SPE
 # 3. Configure and build the lab (no tests: they are built and run by the CPU CI).
 build="$root/build-gpu"
 mkdir -p "$build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPEEDLABS_TESTS=OFF \
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPEEDLABS_TESTS="$( ((gpu_tests)) && echo ON || echo OFF)" \
   -DCMAKE_PREFIX_PATH="$prefix_path" -DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$cuda_home" \
   -DSPEEDLABS_PYTHON="$python" "${cmake_extra[@]}" | tee "$build/gpu-bench-configure.log"
 grep -q "libtorch CUDA ON" "$build/gpu-bench-configure.log" || { echo "gpu-bench: libtorch was configured without CUDA" >&2; exit 3; }
-cmake --build "$build" --target lab06
+targets=(lab06)
+((gpu_tests)) && targets+=(test_lab04_gpu test_lab06_gpu)
+cmake --build "$build" --target "${targets[@]}"
 
 # 4. The run, and what it ran on.
 mkdir -p "$out"
@@ -149,8 +155,11 @@ mkdir -p "$out"
   echo "| date | $(date -u +%Y-%m-%dT%H:%MZ) |"
 } > "$out/machine.md"
 status=0
+if ((gpu_tests)); then
+  (cd "$build" && ctest -L gpu --output-on-failure --timeout 300) 2>&1 | tee "$out/gpu-tests.txt" || status=$?
+fi
 "$build/bin/lab06" --device cuda --python "$python" --results "$out" --json "$out/lab06.json" "${lab_args[@]}" \
   2>&1 | tee "$out/lab06.txt" || status=$?
-echo "gpu-bench: results in $out (lab06 exit status $status)"
+echo "gpu-bench: results in $out (exit status $status: the GPU tests' where they failed, else lab06's)"
 if ((publish)); then publish_page "$out"; fi
 exit "$status"
