@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "adamw_parity.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/observations.h"
@@ -32,33 +33,7 @@ using MultiTensorOptimizers = ::testing::Types<lab06::ForeachAdamW, lab06::Fused
 TYPED_TEST_SUITE(Lab06MultiTensorAdamW, MultiTensorOptimizers);
 
 TYPED_TEST(Lab06MultiTensorAdamW, MatchesTorchAdamW) {
-  torch::manual_seed(0);
-  const std::vector<torch::Tensor> initial{torch::randn({17, 5}), torch::randn({5}), torch::randn({3, 4, 2})};
-  std::vector<torch::Tensor> params, reference_params;
-  for (const auto& t : initial) {
-    params.push_back(t.clone().requires_grad_(true));
-    reference_params.push_back(t.clone().requires_grad_(true));
-  }
-  const double lr = 1e-2;
-  TypeParam optimizer(params, lr);
-  torch::optim::AdamW reference(reference_params,
-                                torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
-  for (int step = 0; step < 5; ++step) {
-    for (size_t i = 0; i < initial.size(); ++i) {
-      const auto grad = torch::randn_like(initial[i]);
-      params[i].mutable_grad() = grad.clone();
-      reference_params[i].mutable_grad() = grad.clone();
-    }
-    optimizer.step();
-    reference.step();
-  }
-  for (size_t i = 0; i < initial.size(); ++i) {
-    // Same float32 formula, evaluated in a different order (lerp vs mul+add, one fused kernel vs ten):
-    // a few float32 roundings (6e-8 relative each) per step, far below one step's size (lr = 1e-2).
-    EXPECT_TRUE(torch::allclose(params[i], reference_params[i], /*rtol=*/1e-5, /*atol=*/1e-6)) << "param " << i;
-    EXPECT_FALSE(torch::equal(params[i], initial[i])) << "param " << i << " was not updated";
-    EXPECT_EQ(optimizer.step_counts()[i].template item<float>(), 5.0f);
-  }
+  lab06_test::expect_matches_torch_adamw<TypeParam>(c10::Device(c10::kCPU), {{17, 5}, {5}, {3, 4, 2}});
 }
 
 TYPED_TEST(Lab06MultiTensorAdamW, SkipsParametersWithoutGradients) {

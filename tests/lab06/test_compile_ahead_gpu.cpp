@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "adamw_parity.h"
 #include "common/device.h"
 #include "common/observations.h"
 #include "experiment.h"
@@ -42,26 +43,7 @@ TYPED_TEST_SUITE(Lab06GpuOptimizer, MultiTensorOptimizers);
 // they must still do libtorch's per-tensor AdamW.
 TYPED_TEST(Lab06GpuOptimizer, MatchesTorchAdamWOnTheDevice) {
   SKIP_WITHOUT_CUDA();
-  torch::manual_seed(0);
-  const auto options = torch::TensorOptions().device(kCuda);
-  const std::vector<torch::Tensor> initial{torch::randn({300, 7}, options), torch::randn({7}, options)};
-  auto params = leaves(initial), reference_params = leaves(initial);
-  TypeParam optimizer(params, 1e-2);
-  torch::optim::AdamW reference(reference_params,
-                                torch::optim::AdamWOptions(1e-2).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
-  for (int step = 0; step < 5; ++step) {
-    for (size_t i = 0; i < initial.size(); ++i) {
-      const auto grad = torch::randn_like(initial[i]);
-      params[i].mutable_grad() = grad.clone();
-      reference_params[i].mutable_grad() = grad.clone();
-    }
-    optimizer.step();
-    reference.step();
-  }
-  for (size_t i = 0; i < initial.size(); ++i) {
-    // The same float32 formula in another order: a few roundings per step, far below lr = 1e-2.
-    EXPECT_TRUE(torch::allclose(params[i], reference_params[i], 1e-5, 1e-6)) << "param " << i;
-  }
+  lab06_test::expect_matches_torch_adamw<TypeParam>(kCuda, {{300, 7}, {7}, {3, 4, 2}});
 }
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA
