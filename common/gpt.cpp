@@ -25,18 +25,10 @@ GPTConfig GPTConfig::tiny() {
   return config;
 }
 
-GPTConfig GPTConfig::thin() {
-  GPTConfig config;
-  config.block_size = 128;
-  config.n_embd = 24;
-  return config;
-}
-
 GPTConfig GPTConfig::by_name(const std::string& name) {
   if (name == "gpt2") return gpt2();
   if (name == "tiny") return tiny();
-  if (name == "thin") return thin();
-  throw UsageError("unknown model config '" + name + "': choose gpt2, tiny or thin");
+  throw UsageError("unknown model config '" + name + "': choose gpt2 or tiny");
 }
 
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {

@@ -33,11 +33,7 @@ struct GPTConfig {
   static GPTConfig gpt2();
   /// Two narrow layers with the same vocabulary: runs on a CPU in seconds, for tests and --quick.
   static GPTConfig tiny();
-  /// GPT-2's 12 layers and 12 heads at 1/32 of its width (24): a step runs GPT-2's ~1,000 ops, each with
-  /// almost no arithmetic, so the host's cost per op (dispatch, autograd, Python) is what a step costs:
-  /// the launch-bound regime of a small batch on a GPU, visible on any CPU.
-  static GPTConfig thin();
-  /// "gpt2", "tiny" or "thin"; throws UsageError for anything else.
+  /// "gpt2" or "tiny"; throws UsageError for anything else.
   /// @param name the preset's name
   static GPTConfig by_name(const std::string& name);
 };

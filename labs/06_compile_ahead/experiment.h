@@ -47,7 +47,7 @@ struct Shape {
 
 /// The experiment's knobs; the defaults are the GPU run of the issue.
 struct Config {
-  std::string model = "gpt2";   ///< speedlabs::gpt::GPTConfig preset: "gpt2", "tiny" or "thin"
+  std::string model = "gpt2";   ///< speedlabs::gpt::GPTConfig preset: "gpt2" or "tiny"
   std::vector<Shape> shapes{{4, 128}, {16, 1024}};  ///< the chapter's shape and build-nanogpt's
   int warmup = 5;               ///< steps run before the measured ones (their losses are logged too)
   int steps = 20;               ///< measured steps per rung

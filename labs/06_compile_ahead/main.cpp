@@ -47,9 +47,8 @@ int main(int argc, char** argv) {
   return speedlabs::run_lab(
       argc, argv, {"06", "06_compile_ahead", "the GPT-2 speed ladder, fp32 eager to a CUDA graph, beside PyTorch"},
       [&](CLI::App& app) {
-        config_flag = app.add_option("--config", config.model,
-                                     "model size: gpt2 (124M), tiny (CPU-friendly) or thin (GPT-2's ops, no arithmetic)")
-                          ->check(CLI::IsMember({"gpt2", "tiny", "thin"}))
+        config_flag = app.add_option("--config", config.model, "model size: gpt2 (124M) or tiny (CPU-friendly)")
+                          ->check(CLI::IsMember({"gpt2", "tiny"}))
                           ->capture_default_str();
         app.add_option("--shapes", shapes, "BxT list (default: 4x128,16x1024 on a GPU, 4x128 on a CPU)");
         warmup_flag = speedlabs::add_int_flag(app, "--warmup", warmup, "steps before the measured ones", 0);

@@ -44,18 +44,6 @@ TEST(Lab05Model, Gpt2HasThe124MParametersOfTheChapter) {
   EXPECT_EQ(gpt::parameter_count(model), 124'439'808);
 }
 
-TEST(Lab05Model, PresetsByName) {
-  EXPECT_EQ(gpt::GPTConfig::by_name("gpt2").n_embd, 768);
-  EXPECT_EQ(gpt::GPTConfig::by_name("tiny").n_layer, 2);
-  // thin keeps GPT-2's depth and heads (its op graph) at 1/32 of the width.
-  const auto thin = gpt::GPTConfig::by_name("thin");
-  EXPECT_EQ(thin.n_layer, 12);
-  EXPECT_EQ(thin.n_head, 12);
-  EXPECT_EQ(thin.n_embd, 24);
-  EXPECT_EQ(thin.vocab_size, 50257);
-  EXPECT_THROW(gpt::GPTConfig::by_name("gpt3"), speedlabs::UsageError);
-}
-
 TEST(Lab05Model, NamesShapesAndTiedHead) {
   torch::manual_seed(0);
   const auto config = gpt::GPTConfig::tiny();
