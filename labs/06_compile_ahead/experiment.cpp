@@ -226,7 +226,18 @@ struct RungRunner {
                 // the addresses it touches, becomes one graph that replay() launches in one call.
                 optimizer.zero_grad();
                 graph.capture_begin();
-                static_loss = gpt::train_step(model, optimizer, unused_scaler, static_x, static_y, setup);
+                try {
+                  static_loss = gpt::train_step(model, optimizer, unused_scaler, static_x, static_y, setup);
+                } catch (const c10::Error&) {
+                  // An op that cannot be captured (a host sync, say) leaves the stream capturing and the
+                  // allocator filling the graph's pool; ending the capture, failed as it is, restores both
+                  // for the shapes and peers still to run.
+                  try {
+                    graph.capture_end();
+                  } catch (const c10::Error&) {  // "capture invalidated": the error below says why
+                  }
+                  throw;
+                }
                 graph.capture_end();
               }
               graph.replay();
