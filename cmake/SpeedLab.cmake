@@ -5,10 +5,16 @@
 #     [EXERCISE]                        # exercise.cpp comes from labs/<folder> or solutions/<folder>
 #     [PROGRAM lab01]                   # executable name (default labNN), built into <build>/bin
 #     [LIBS ...]                        # extra libraries (datasets, cuda kernels)
+#     [USES_EXERCISES 03 ...]           # earlier labs whose exercise this lab runs (their stubs or answers)
 #     [TESTS tests/labNN/test_x.cpp]    # GoogleTest sources, relative to the repository root
 #     [GPU_TESTS ...]                   # tests that need a GPU (they GTEST_SKIP without one); label gpu
+#     [GRADED_TESTS tests/labNN/graded.cpp]  # the tests ./lab check and ./lab grade run on a student's code
 #     [SMOKE_ARGS ...]                  # extra arguments for the smoke run (--quick --json are given)
 #     [BAD_ARGS "--n 0" ...])           # more argument lists that must stop with exit code 2
+#
+# Graded tests: suite names LabNN_<exercise function> (one line per exercise in ./lab check), points in
+# tests/labNN/points.tsv beside them, labels labNN and graded. A graded test that needs a GPU calls
+# GTEST_SKIP() without one and is reported as skipped, never as passed.
 #
 # Every lab also gets bad-input tests that need no argument of its own: an unknown flag, an unknown
 # --device and an unwritable --json path must each stop with a message and exit code 2.
@@ -26,6 +32,7 @@ endfunction()
 
 function(speedlabs_add_gtest name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  # A GTEST_SKIP() is a skip in CTest's summary and JUnit, not a pass.
   list(TRANSFORM T_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/")
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
@@ -33,11 +40,11 @@ function(speedlabs_add_gtest name)
   speedlabs_use_pch(${name})
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${T_LABELS}" TIMEOUT 600)
+    PROPERTIES LABELS "${T_LABELS}" TIMEOUT 600 SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
 endfunction()
 
 function(speedlabs_add_lab)
-  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM" "SOURCES;LIBS;TESTS;GPU_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
+  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM" "SOURCES;LIBS;USES_EXERCISES;TESTS;GPU_TESTS;GRADED_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
   if(NOT LAB_ID)
     message(FATAL_ERROR "speedlabs_add_lab: ID is required")
   endif()
@@ -52,6 +59,13 @@ function(speedlabs_add_lab)
   add_library(${core} OBJECT ${LAB_SOURCES})
   target_include_directories(${core} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
   target_link_libraries(${core} PUBLIC speedlabs_common ${LAB_LIBS})
+  # An earlier lab's exercise that this lab runs: its headers, and its objects in every program and test
+  # of this lab, so the student's own earlier answer is what runs here too.
+  set(earlier "")
+  foreach(id IN LISTS LAB_USES_EXERCISES)
+    target_link_libraries(${core} PUBLIC lab${id}_core)  # usage requirements only: objects are linked below
+    list(APPEND earlier lab${id}_core lab${id}_exercise)
+  endforeach()
   speedlabs_use_pch(${core})
   add_library(${label}_main OBJECT main.cpp)
   target_link_libraries(${label}_main PUBLIC ${core})
@@ -67,7 +81,7 @@ function(speedlabs_add_lab)
   endif()
 
   add_executable(${LAB_PROGRAM})
-  target_link_libraries(${LAB_PROGRAM} PRIVATE ${label}_main ${core} ${exercise})
+  target_link_libraries(${LAB_PROGRAM} PRIVATE ${label}_main ${core} ${exercise} ${earlier})
   set_target_properties(${LAB_PROGRAM} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bin")
 
   # CI's check of the student build: the same objects linked with the labs/ stubs, as <program>_student.
@@ -76,16 +90,25 @@ function(speedlabs_add_lab)
     target_link_libraries(${exercise}_student PUBLIC ${core})
     speedlabs_use_pch(${exercise}_student)
     add_executable(${LAB_PROGRAM}_student)
-    target_link_libraries(${LAB_PROGRAM}_student PRIVATE ${label}_main ${core} ${exercise}_student)
+    set(earlier_student "")
+    foreach(id IN LISTS LAB_USES_EXERCISES)
+      list(APPEND earlier_student lab${id}_core lab${id}_exercise_student)
+    endforeach()
+    target_link_libraries(${LAB_PROGRAM}_student PRIVATE ${label}_main ${core} ${exercise}_student ${earlier_student})
     set_target_properties(${LAB_PROGRAM}_student PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bin")
   endif()
 
   if(SPEEDLABS_TESTS)
     if(LAB_TESTS)
-      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} LABELS ${label})
+      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} LABELS ${label})
     endif()
     if(LAB_GPU_TESTS)
-      speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} LABELS "${label};gpu")
+      speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} ${earlier}
+                          LABELS "${label};gpu")
+    endif()
+    if(LAB_GRADED_TESTS)
+      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier}
+                          LABELS "${label};graded")
     endif()
     add_test(NAME ${label}.smoke
       COMMAND ${LAB_PROGRAM} --quick --json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json" ${LAB_SMOKE_ARGS})

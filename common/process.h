@@ -1,0 +1,55 @@
+/// @file process.h
+/// @brief Starting another program (Python, mpirun, gnuplot) safely: from an argv vector, never a shell.
+///
+/// A path or an argument is passed to the child as one argv entry, so no quote in it can become a
+/// command. The child runs in a process group of its own; the group is ended (SIGTERM, then SIGKILL)
+/// when its time runs out, when the caller is interrupted (Ctrl-C, SIGTERM) and on every way out of
+/// run_process, so no child outlives the lab that started it.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace speedlabs {
+
+/// How to run a child process.
+struct ProcessOptions {
+  std::vector<std::pair<std::string, std::string>> env;  ///< variables set (or replaced) for the child
+  std::string input;           ///< written to the child's standard input, which is then closed
+  double timeout_s = 0.0;      ///< end the child after this many seconds (0: no limit)
+  bool capture_output = true;  ///< collect stdout and stderr together; false: they go to ours
+};
+
+/// What a child process did.
+struct ProcessResult {
+  int exit_code = -1;      ///< its exit status, or -1 when a signal ended it
+  int signal = 0;          ///< the signal that ended it (0: it exited)
+  bool timed_out = false;  ///< we ended it because ProcessOptions::timeout_s ran out
+  bool interrupted = false;  ///< we ended it because this process was asked to stop (SIGINT/SIGTERM)
+  std::string output;      ///< stdout and stderr, interleaved as written (when captured)
+
+  /// True when it exited with status 0.
+  bool ok() const { return exit_code == 0; }
+  /// "exit 3", "killed by signal 9", "timed out after the limit" or "interrupted": for messages.
+  std::string describe() const;
+};
+
+/// Runs @p argv (argv[0] is looked up on PATH when it has no '/') and waits for it.
+/// Throws RuntimeFailure when the program cannot be started (not found, not executable).
+/// @param argv     the program and its arguments, each passed unchanged
+/// @param options  environment, input, time limit, output capture
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+/// Turns SIGINT and SIGTERM into a request to stop (see stop_requested()) instead of ending the process
+/// at once: the children of run_process are ended and waited for, the lab stops between two steps,
+/// removes its temporary files and says what was interrupted. A second Ctrl-C ends the process at once.
+/// Idempotent; the handlers stay installed for the life of the process.
+void install_stop_handlers();
+
+/// True once SIGINT or SIGTERM arrived after install_stop_handlers().
+bool stop_requested();
+
+/// The signal that asked to stop (SIGINT or SIGTERM), 0 when none did.
+int stop_signal();
+
+}  // namespace speedlabs
