@@ -114,7 +114,8 @@ function(speedlabs_add_lab)
       COMMAND ${LAB_PROGRAM} --quick --json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json" ${LAB_SMOKE_ARGS})
     set_tests_properties(${label}.smoke PROPERTIES LABELS "${label};smoke" TIMEOUT 600)
 
-    set(bad_inputs "--no-such-flag" "--device tpu" "--json /nonexistent-folder/out.json" ${LAB_BAD_ARGS})
+    set(bad_inputs "--no-such-flag" "--device tpu" "--json /nonexistent-folder/out.json" "--json /tmp"
+        ${LAB_BAD_ARGS})
     set(index 0)
     foreach(arguments IN LISTS bad_inputs)
       separate_arguments(argv UNIX_COMMAND "${arguments}")

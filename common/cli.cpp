@@ -2,7 +2,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <iostream>
+#include <limits>
 
 #include "common/device.h"
 #include "common/errors.h"
@@ -13,10 +15,39 @@ CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, co
   return app.add_option(name, value, help)->check(CLI::Range(minimum, std::numeric_limits<int>::max()))->capture_default_str();
 }
 
+CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& value, const std::string& help,
+                             double above) {
+  const CLI::Validator finite_above(
+      [above](std::string& text) -> std::string {
+        double parsed = 0.0;
+        if (!CLI::detail::lexical_cast(text, parsed)) return "'" + text + "' is not a number";
+        if (!std::isfinite(parsed)) return "'" + text + "' is not a finite number";
+        if (!(parsed > above)) return "'" + text + "' must be greater than " + CLI::detail::to_string(above);
+        return "";
+      },
+      "NUMBER > " + CLI::detail::to_string(above));
+  return app.add_option(name, value, help)->check(finite_above)->capture_default_str();
+}
+
+CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed) {
+  const CLI::Validator whole_number(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 19 &&
+                            text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || std::stoull(text) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          return "'" + text + "' is not a seed: give a whole number from 0 to 9223372036854775807";
+        }
+        return "";
+      },
+      "0..2^63-1");
+  return app.add_option("--seed", seed, "random seed")->check(whole_number)->capture_default_str();
+}
+
 namespace {
 
 int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExperiment& run) {
-  if (!flags.json_path.empty()) require_writable(flags.json_path);
+  const bool json_to_stdout = is_stream_path(flags.json_path);
+  if (!flags.json_path.empty() && !json_to_stdout) require_writable(flags.json_path);
   c10::Device device = select_device(flags.device);  // validates the request even for a CPU-only lab
   if (info.cpu_only && !device.is_cpu()) {
     std::cout << "(lab " << info.number << " runs on the CPU whatever --device says)\n";
@@ -26,7 +57,9 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
   std::cout << "lab " << info.folder << " on " << report.device() << (flags.quick ? " (quick)" : "") << "\n";
   run(LabContext{device, flags}, report);
   report.print_table(std::cout);
-  if (!flags.json_path.empty()) {
+  if (json_to_stdout) {
+    std::cout << report.to_json().dump(2) << "\n";
+  } else if (!flags.json_path.empty()) {
     write_file_atomically(flags.json_path, report.to_json().dump(2) + "\n");
     std::cout << "observations written to " << flags.json_path << "\n";
   }
@@ -41,7 +74,8 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
   app.add_option("--device", flags.device, "auto picks cuda, then mps, then cpu")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "mps"}))
       ->capture_default_str();
-  app.add_option("--json", flags.json_path, "write the observations as JSON to this file");
+  app.add_option("--json", flags.json_path,
+                 "write the observations as JSON to this file (- or /dev/stdout: print them after the table)");
   app.add_flag("--quick", flags.quick, "small sizes: finishes in seconds");
   if (add_flags) add_flags(app);
   try {

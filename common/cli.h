@@ -5,6 +5,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <c10/core/Device.h>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -47,5 +48,14 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
 /// Adds an integer flag that must be at least @p minimum (CLI11 reports a violation as a usage error).
 CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help,
                           int minimum = 1);
+
+/// Adds a floating-point flag that must be a finite number above @p above (NaN, inf and values at or
+/// below @p above are usage errors, exit 2): the one validator every lab's real-valued flag uses.
+CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& value, const std::string& help,
+                             double above = 0.0);
+
+/// Adds a random-seed flag: a whole number from 0 to 2^63 - 1. A negative or larger value is a usage
+/// error, not silently wrapped into another seed.
+CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed);
 
 }  // namespace speedlabs

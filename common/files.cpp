@@ -1,5 +1,6 @@
 #include "common/files.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,9 @@
 namespace speedlabs {
 
 std::string read_file(const std::string& path) {
+  // A folder opens as a stream that reads nothing: without this check it would read as an empty file.
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw RuntimeFailure("'" + path + "' is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw RuntimeFailure("could not read '" + path + "'");
   std::ostringstream bytes;
@@ -20,7 +24,37 @@ std::string read_file(const std::string& path) {
   return bytes.str();
 }
 
+namespace {
+
+// Empty when @p path is absent or a regular file (the only things an atomic rename may replace), else
+// what it is, for the message.
+std::string not_a_regular_file(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return "";
+  if (S_ISREG(info.st_mode)) return "";
+  if (S_ISDIR(info.st_mode)) return "a folder";
+  if (S_ISLNK(info.st_mode)) return "a symbolic link";
+  if (S_ISFIFO(info.st_mode)) return "a FIFO";
+  if (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode)) return "a device";
+  return "not a regular file";
+}
+
+}  // namespace
+
+bool is_stream_path(const std::string& path) { return path == "-" || path == "/dev/stdout"; }
+
+std::string read_user_file(const std::string& path) {
+  try {
+    return read_file(path);
+  } catch (const RuntimeFailure& e) {
+    throw UsageError(e.what());
+  }
+}
+
 void require_writable(const std::string& path) {
+  if (const auto what = not_a_regular_file(path); !what.empty()) {
+    throw UsageError("'" + path + "' is " + what + ": results only replace a regular file (give a file path, or - for standard output)");
+  }
   const std::string probe = path + ".probe." + std::to_string(::getpid());
   {
     std::ofstream out(probe);
@@ -30,6 +64,7 @@ void require_writable(const std::string& path) {
 }
 
 bool try_write_file_atomically(const std::string& path, std::string_view bytes) {
+  if (!not_a_regular_file(path).empty()) return false;  // never turn a device, FIFO or link into a file
   static std::atomic<int> counter{0};
   const std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {

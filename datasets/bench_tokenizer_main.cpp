@@ -2,27 +2,14 @@
 // --encode-json mode that scripts/bench-tokenizer.py uses to compare with tiktoken token for token.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/gpt2_tokenizer.h"
-
-namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw speedlabs::UsageError("cannot read '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_tokenizer: encoding speed of the C++ GPT-2 tokenizer"};
@@ -50,7 +37,7 @@ int main(int argc, char** argv) {
     if (!encode_json.empty()) {
       nlohmann::json strings;
       try {
-        strings = nlohmann::json::parse(read_bytes(encode_json));
+        strings = nlohmann::json::parse(speedlabs::read_user_file(encode_json));
       } catch (const nlohmann::json::exception& e) {
         throw speedlabs::UsageError(encode_json + ": " + e.what());
       }
@@ -61,7 +48,7 @@ int main(int argc, char** argv) {
     }
 
     const std::string path = file.empty() ? datasets::require_file(directory, datasets::kShakespearePath).string() : file;
-    const std::string text = read_bytes(path);
+    const std::string text = speedlabs::read_user_file(path);
     size_t tokens = 0;
     const speedlabs::TimingStats stats = speedlabs::time_ms([&] { tokens = tokenizer->encode(text).size(); }, cpu, timing);
     const double megabytes = static_cast<double>(text.size()) / 1e6;

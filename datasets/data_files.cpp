@@ -173,18 +173,25 @@ void require_all_files(const fs::path& data_dir) {
 
 namespace {
 
-// Token cache file: magic, the text's SHA-256 and the tokenizer's fingerprint (64 hex each), the
-// count (uint64), then the ids as int32, all in this machine's byte order.
-constexpr std::string_view kCacheMagic = "speedlabs-tokens-v1\n";
+// Token cache file: magic, the text's SHA-256, the tokenizer's fingerprint and the SHA-256 of the body
+// (64 hex each), the count (uint64), then the body: the ids as int32, all in this machine's byte order.
+// The body's sum catches ids damaged on disk, which would otherwise look like valid tokens.
+constexpr std::string_view kCacheMagic = "speedlabs-tokens-v2\n";
 constexpr size_t kHexLength = 64;
-constexpr size_t kHeaderSize = kCacheMagic.size() + 2 * kHexLength + sizeof(uint64_t);
+constexpr size_t kHeaderSize = kCacheMagic.size() + 3 * kHexLength + sizeof(uint64_t);
 
-std::string cache_header(const std::string& text_sum, const std::string& fingerprint, uint64_t count) {
+std::string cache_header(const std::string& text_sum, const std::string& fingerprint, const std::string& body_sum,
+                         uint64_t count) {
   std::string header(kCacheMagic);
   header += text_sum;
   header += fingerprint;
+  header += body_sum;
   header.append(reinterpret_cast<const char*>(&count), sizeof(count));
   return header;
+}
+
+std::string_view as_bytes(const std::vector<int32_t>& ids) {
+  return {reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t)};
 }
 
 // The ids in a cache file written for exactly this text and tokenizer, or false.
@@ -197,13 +204,12 @@ bool read_token_cache(const fs::path& file, const std::string& text_sum, const s
   std::ifstream in(file, std::ios::binary);
   std::string header(kHeaderSize, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(header.size()))) return false;
-  if (header != cache_header(text_sum, fingerprint, count)) return false;
+  const std::string body_sum = header.substr(kCacheMagic.size() + 2 * kHexLength, kHexLength);
+  if (header != cache_header(text_sum, fingerprint, body_sum, count)) return false;
   ids.resize(count);
   if (!in.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(count * sizeof(int32_t))))
     return false;
-  for (const int32_t id : ids)
-    if (id < 0 || id >= GPT2Tokenizer::kVocabSize) return false;
-  return true;
+  return sha256_hex(as_bytes(ids)) == body_sum;
 }
 
 }  // namespace
@@ -224,8 +230,9 @@ TokenizedText load_tokens_cached(const GPT2Tokenizer& tokenizer, const fs::path&
     return result;
   }
   result.ids = tokenizer.encode(text);
-  std::string bytes = cache_header(text_sum, tokenizer.fingerprint(), result.ids.size());
-  bytes.append(reinterpret_cast<const char*>(result.ids.data()), result.ids.size() * sizeof(int32_t));
+  const std::string_view body = as_bytes(result.ids);
+  std::string bytes = cache_header(text_sum, tokenizer.fingerprint(), sha256_hex(body), result.ids.size());
+  bytes.append(body);
   if (speedlabs::try_write_file_atomically(file, bytes)) result.cache_file = file;
   return result;
 }

@@ -1,11 +1,11 @@
 // tokenize: GPT-2 token ids of a text, or the text of token ids. Run as `./lab run tokenize ...`.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "datasets/data_files.h"
 #include "datasets/gpt2_tokenizer.h"
 
@@ -14,14 +14,9 @@ namespace {
 using speedlabs::UsageError;
 
 std::string read_input(const std::string& file) {
+  if (file != "-") return speedlabs::read_user_file(file);  // a folder or an unreadable file: exit 2
   std::ostringstream bytes;
-  if (file == "-") {
-    bytes << std::cin.rdbuf();
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw UsageError("cannot read '" + file + "'");
-    bytes << in.rdbuf();
-  }
+  bytes << std::cin.rdbuf();
   return bytes.str();
 }
 
@@ -31,14 +26,10 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   std::istringstream in(text);
   std::string word;
   while (in >> word) {
-    size_t used = 0;
-    long long value = -1;
-    try {
-      value = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != word.size() || value < 0 || value >= datasets::GPT2Tokenizer::kVocabSize)
+    // Digits only: stoll alone would also take "+5", " 5" or "5e3"'s prefix.
+    const bool digits = word.size() <= 9 && word.find_first_not_of("0123456789") == std::string::npos;
+    const long long value = digits ? std::stoll(word) : -1;
+    if (value < 0 || value >= datasets::GPT2Tokenizer::kVocabSize)
       throw UsageError("token " + std::to_string(ids.size() + 1) + " is '" + word +
                        "': expected a GPT-2 token id, an integer from 0 to 50256");
     ids.push_back(static_cast<int32_t>(value));
@@ -63,6 +54,17 @@ int main(int argc, char** argv) {
   CLI::App* decode = app.add_subcommand("decode", "print the text of the whitespace-separated token ids in FILE");
   decode->add_option("FILE", file, "file of ids, or - for standard input")->required();
   try {
+    // CLI11 calls any unknown word "A subcommand is required"; name the word instead.
+    for (int i = 1; i < argc; ++i) {
+      const std::string word = argv[i];
+      if (word == "--data-dir") { ++i; continue; }
+      if (word.rfind("-", 0) == 0) continue;
+      if (word != "encode" && word != "decode") {
+        std::cerr << "tokenize: error: unknown command '" << word << "': use encode or decode (--help)\n";
+        return speedlabs::kExitUsage;
+      }
+      break;
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? speedlabs::kExitOk : speedlabs::kExitUsage;

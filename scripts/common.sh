@@ -19,9 +19,15 @@ user_libtorch() {
 # Puts libtorch where CMake's find_package(Torch) looks.
 export_torch_prefix() {
   [[ -n "$(user_libtorch)" ]] && return
-  local prefix
-  prefix="$("$root/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)" ||
-    die "no libtorch: run ./lab setup"
+  # Importing torch takes seconds: the answer is kept until the .venv is made again.
+  local prefix cache="$root/.cache/torch-prefix"
+  if [[ -s "$cache" && "$cache" -nt "$root/.venv/pyvenv.cfg" && -d "$(<"$cache")" ]]; then
+    prefix="$(<"$cache")"
+  else
+    prefix="$("$root/.venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)" ||
+      die "no libtorch: run ./lab setup"
+    mkdir -p "$root/.cache" && printf '%s\n' "$prefix" >"$cache"
+  fi
   export CMAKE_PREFIX_PATH="$prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 }
 

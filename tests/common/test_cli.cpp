@@ -64,3 +64,50 @@ TEST(Cli, FlagsReachTheExperimentAndJsonIsWritten) {
   EXPECT_EQ(json["observations"][0]["measured"], 7);
   std::filesystem::remove(path);
 }
+
+namespace {
+
+// Parses one flag list with a real-valued --lr and a --seed; returns the exit code.
+int parse_number_flags(std::vector<std::string> args, double* lr = nullptr, uint64_t* seed = nullptr) {
+  args.insert(args.begin(), "lab00");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  double local_lr = 1e-3;
+  uint64_t local_seed = 0;
+  return speedlabs::run_lab(
+      static_cast<int>(argv.size()), argv.data(), kInfo,
+      [&](CLI::App& app) {
+        speedlabs::add_number_flag(app, "--lr", lr ? *lr : local_lr, "learning rate");
+        speedlabs::add_seed_flag(app, seed ? *seed : local_seed);
+      },
+      holds);
+}
+
+}  // namespace
+
+TEST(Cli, RealValuedFlagsRefuseNanInfAndOutOfRange) {
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "0", "-1e-3", "abc", "1e999"}) {
+    EXPECT_EQ(parse_number_flags({"--lr", bad}), 2) << "--lr " << bad;
+  }
+  double lr = 0;
+  EXPECT_EQ(parse_number_flags({"--lr", "3e-4"}, &lr), 0);
+  EXPECT_DOUBLE_EQ(lr, 3e-4);
+}
+
+TEST(Cli, SeedsAreWholeNumbersInRange) {
+  for (const char* bad : {"-1", "18446744073709551615", "9223372036854775808", "1.5", "+5", "x", ""}) {
+    EXPECT_EQ(parse_number_flags({"--seed", bad}), 2) << "--seed " << bad;
+  }
+  uint64_t seed = 0;
+  EXPECT_EQ(parse_number_flags({"--seed", "9223372036854775807"}, nullptr, &seed), 0);
+  EXPECT_EQ(seed, 9223372036854775807ULL);
+}
+
+TEST(Cli, JsonRefusesAFolderAndPrintsToStdoutOnDash) {
+  EXPECT_EQ(run_with({"--json", std::filesystem::temp_directory_path().string()}, holds), 2);
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(run_with({"--json", "-"}, holds), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("\"observations\""), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists("-"));
+}

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/process.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"
@@ -150,12 +151,15 @@ TEST_F(TempDirTest, TokenCacheIsReusedAndInvalidatedWhenTheTextChanges) {
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(second.ids, first.ids);
 
-  // Proof that the ids really come from the file: change one id in it (keeping it well-formed).
+  // Ids damaged on disk (still valid token ids) fail the body's checksum: encoded afresh, not trusted.
   std::string bytes = read_bytes(first.cache_file);
   const int32_t planted = 42;
   std::memcpy(bytes.data() + bytes.size() - sizeof(int32_t), &planted, sizeof(planted));
   write_bytes(first.cache_file, bytes);
-  EXPECT_EQ(datasets::load_tokens_cached(tokenizer(), text_file, cache).ids.back(), planted);
+  const auto damaged = datasets::load_tokens_cached(tokenizer(), text_file, cache);
+  EXPECT_FALSE(damaged.from_cache);
+  EXPECT_EQ(damaged.ids, first.ids);
+  EXPECT_TRUE(datasets::load_tokens_cached(tokenizer(), text_file, cache).from_cache);  // rewritten whole
 
   // A changed text has a new hash: encoded afresh, the cache rewritten.
   write_bytes(text_file, "Whether 'tis nobler in the mind to suffer");
@@ -239,45 +243,50 @@ struct ProgramRun {
   std::string out;
 };
 
-ProgramRun run_tokenize(const std::string& arguments) {
-  const std::string command = std::string(SPEEDLABS_TOKENIZE_PROGRAM) + " " + arguments + " 2>/dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return {-1, ""};
-  std::string out;
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, got);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+ProgramRun run_tokenize(std::vector<std::string> arguments, const std::string& input = "") {
+  arguments.insert(arguments.begin(), SPEEDLABS_TOKENIZE_PROGRAM);
+  speedlabs::ProcessOptions options;
+  options.input = input;
+  const auto result = speedlabs::run_process(arguments, options);
+  return {result.exit_code, result.output};
 }
 
 TEST_F(TempDirTest, TokenizeProgramEncodesDecodesAndCounts) {
   const fs::path text = dir_ / "in.txt";
   write_bytes(text, "Hello, world!");
-  const ProgramRun encoded = run_tokenize("encode " + text.string());
+  const ProgramRun encoded = run_tokenize({"encode", text.string()});
   EXPECT_EQ(encoded.exit_code, 0);
   EXPECT_EQ(encoded.out, "15496 11 995 0\n");
-  EXPECT_EQ(run_tokenize("encode --count " + text.string()).out, "4\n");
+  EXPECT_EQ(run_tokenize({"encode", "--count", text.string()}).out, "4\n");
 
   const fs::path ids = dir_ / "ids.txt";
   write_bytes(ids, encoded.out);
-  const ProgramRun decoded = run_tokenize("decode " + ids.string());
+  const ProgramRun decoded = run_tokenize({"decode", ids.string()});
   EXPECT_EQ(decoded.exit_code, 0);
   EXPECT_EQ(decoded.out, "Hello, world!");
-  EXPECT_EQ(run_tokenize("encode - < " + text.string()).out, encoded.out);
+  EXPECT_EQ(run_tokenize({"encode", "-"}, read_bytes(text)).out, encoded.out);
 }
 
 TEST_F(TempDirTest, TokenizeProgramRejectsBadInputWithExit2) {
   const fs::path ids = dir_ / "ids.txt";
   write_bytes(ids, "15496 eleven");
-  EXPECT_EQ(run_tokenize("decode " + ids.string()).exit_code, 2);
+  EXPECT_EQ(run_tokenize({"decode", ids.string()}).exit_code, 2);
   write_bytes(ids, "50257");
-  EXPECT_EQ(run_tokenize("decode " + ids.string()).exit_code, 2);
-  EXPECT_EQ(run_tokenize("encode " + (dir_ / "absent.txt").string()).exit_code, 2);
-  EXPECT_EQ(run_tokenize("frobnicate x").exit_code, 2);
-  EXPECT_EQ(run_tokenize("encode").exit_code, 2);
+  EXPECT_EQ(run_tokenize({"decode", ids.string()}).exit_code, 2);
+  write_bytes(ids, "+5");
+  EXPECT_EQ(run_tokenize({"decode", ids.string()}).exit_code, 2);
+  EXPECT_EQ(run_tokenize({"encode", (dir_ / "absent.txt").string()}).exit_code, 2);
+  // A folder is not an empty text.
+  const ProgramRun folder = run_tokenize({"encode", dir_.string()});
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_NE(folder.out.find("is a folder"), std::string::npos) << folder.out;
+  EXPECT_EQ(run_tokenize({"encode", "--count", dir_.string()}).exit_code, 2);
+  const ProgramRun unknown = run_tokenize({"frobnicate", "x"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.out.find("unknown command 'frobnicate'"), std::string::npos) << unknown.out;
+  EXPECT_EQ(run_tokenize({"encode"}).exit_code, 2);
   // Missing data is not the user's typo: exit 3, like a lab.
-  EXPECT_EQ(run_tokenize("--data-dir " + (dir_ / "nothing").string() + " encode " + ids.string()).exit_code, 3);
+  EXPECT_EQ(run_tokenize({"--data-dir", (dir_ / "nothing").string(), "encode", ids.string()}).exit_code, 3);
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# CI's check that grading can tell a student's work from none, both ways:
+#   1. with the labs/ stubs as they are, ./lab grade gives no points: every graded test fails, and the
+#      number of failing graded tests is printed;
+#   2. in a scratch copy of the checkout with solutions/ copied over the stubs, ./lab grade gives full
+#      points for every exercise graded on this machine (GPU ones are skipped here), and results.json
+#      has Gradescope's fields.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+verify() {  # verify RESULTS_JSON JUNIT stubs|solutions
+  python3 - "$@" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+results, junit, variant = sys.argv[1:]
+data = json.load(open(results))
+assert isinstance(data.get("score"), (int, float)), "results.json: no numeric top-level score"
+tests = data.get("tests")
+assert tests, "results.json: no tests[]"
+for t in tests:
+    missing = {"name", "score", "max_score", "status", "output"} - t.keys()
+    assert not missing, f"results.json: test {t.get('name')} lacks {sorted(missing)}"
+    assert t["status"] in ("passed", "failed"), t
+cases = list(ET.parse(junit).getroot().iter("testcase"))
+failed = [c for c in cases if c.find("failure") is not None or c.get("status") == "fail"]
+skipped = [c for c in cases if c.find("skipped") is not None or c.get("status") in ("notrun", "disabled")]
+passed = len(cases) - len(failed) - len(skipped)
+graded = [t for t in tests if t["max_score"] > 0]
+total = sum(t["max_score"] for t in graded)
+print(f"{variant}: {len(cases)} graded tests: {passed} passed, {len(failed)} failed, {len(skipped)} skipped; "
+      f"score {data['score']:g} of {total:g} over {len(graded)} exercises graded here")
+if variant == "stubs":
+    assert passed == 0, f"{passed} graded tests pass without the student's code"
+    assert data["score"] == 0, "the stubs earn points"
+else:
+    assert not failed, "the reference solutions fail graded tests: " + ", ".join(c.get("name") for c in failed)
+    assert data["score"] == total > 0, "the reference solutions do not get full points"
+PY
+}
+
+echo "check-grading: the labs/ stubs"
+./lab grade --out build-student/grade-stubs >/dev/null
+verify build-student/grade-stubs/results.json build-student/grade-stubs/junit.xml stubs
+
+echo "check-grading: the solutions copied over the stubs, in a scratch copy"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$scratch"
+[[ -d .venv ]] && ln -s "$root/.venv" "$scratch/.venv"
+for solution in solutions/[0-9][0-9]_*/; do
+  cp -r "$solution". "$scratch/labs/$(basename "$solution")/"
+done
+(cd "$scratch" && ./lab grade --out "$scratch/grade" >/dev/null)
+verify "$scratch/grade/results.json" "$scratch/grade/junit.xml" solutions
