@@ -34,17 +34,25 @@ def definitions(text, name):
         yield text.count("\n", 0, match.start()) + 1
 
 
+def source_files():
+    """Every source file of the project's own code: not solutions/, tests/, build trees or environments."""
+    skipped = {"solutions", "tests", "data", "grade"}
+    for top in sorted(ROOT.iterdir()):
+        if not top.is_dir() or top.name in skipped or top.name.startswith((".", "build")):
+            continue
+        for pattern in SOURCES:
+            yield from top.rglob(pattern)
+
+
 def main():
     problems = []
     headers = sorted(ROOT.glob("labs/[0-9][0-9]_*/exercise.h"))
     for header in headers:
         names = declared_functions(header)
         stub = header.with_name("exercise.cpp")
-        for path in (p for pattern in SOURCES for p in ROOT.rglob(pattern)):
+        for path in source_files():
             relative = path.relative_to(ROOT)
-            if relative.parts[0] in ("solutions", ".git", ".venv", ".venv-cuda") or relative.parts[0].startswith("build"):
-                continue
-            if path in (stub, header) or relative.parts[0] == "tests":
+            if path in (stub, header):
                 continue
             text = re.sub(r"//.*", "", path.read_text(errors="replace"))
             for name in names:
