@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The lab pages of the HTML docs, kept in step with the labs (Python standard library only).
 
-    lab_pages.py refresh [--build DIR]      run every labs/NN_*/ program with --quick --json and keep each
-                                            report, with the machine and the date, in docs/results/labNN.json
+    lab_pages.py refresh [--build DIR] [NN ...]
+                                            run every labs/NN_*/ program (or those given) with --quick --json
+                                            and keep each report, with the machine and the date, in
+                                            docs/results/labNN.json
     lab_pages.py check-ids README JSON      the README's "What you should observe" table lists exactly the
                                             ids of the lab's --json report (and of docs/results/labNN.json)
     lab_pages.py filter FILE                Doxygen's INPUT_FILTER for Markdown: the page as Doxygen should
@@ -58,13 +60,15 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
-def refresh(build):
+def refresh(build, only):
     """Runs each lab's program with --quick --json and writes docs/results/labNN.json atomically."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     machine = {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "os": f"{platform.system()} {platform.release()}"}
     failed = []
     for folder in lab_folders():
         number = folder.name[:2]
+        if only and number not in only:
+            continue
         program = build / "bin" / f"lab{number}"
         if not program.exists():
             sys.exit(f"lab_pages: {program} not found: build first (./lab build)")
@@ -147,7 +151,7 @@ def check_ids(readme, report_json):
     else:
         kept = [o["id"] for o in json.loads(results.read_text())["observations"]]
         stale = compare_ids(table_ids, kept, f"the kept run {results.relative_to(ROOT)}")
-        problems += [f"{p} (out of date: run ./lab docs --refresh-results and commit it)" for p in stale]
+        problems += [f"{p} (if that run is out of date: ./lab docs --refresh-results, and commit it)" for p in stale]
     for problem in problems:
         print(f"{readme.relative_to(ROOT)}: {problem}", file=sys.stderr)
     if problems:
@@ -201,7 +205,7 @@ def results_section(number):
                     f"{cell(measured_text(o.get('measured')))} | {cell(o['expected'])}{cell(note)} |")
     return "\n".join([
         "",
-        f"### One real run (`--quick`) {{#lab{number}_results}}",
+        "### One real run (`--quick`)",
         "",
         f"`{run['command']}` on {run['date']}: {run['cpu']}, {report['device']}, libtorch {report['libtorch']} "
         f"({run['os']}); exit code {run['exit_code']}. Written by `./lab docs --refresh-results` into "
@@ -269,10 +273,10 @@ def filter_page(path):
 
 def main(argv):
     if len(argv) >= 1 and argv[0] == "refresh":
-        build = ROOT / "build"
-        if len(argv) == 3 and argv[1] == "--build":
-            build = pathlib.Path(argv[2]).resolve()
-        refresh(build)
+        build, only = ROOT / "build", argv[1:]
+        if only[:1] == ["--build"] and len(only) >= 2:
+            build, only = pathlib.Path(only[1]).resolve(), only[2:]
+        refresh(build, [f"{int(n):02d}" for n in only])
     elif len(argv) == 3 and argv[0] == "check-ids":
         check_ids(argv[1], argv[2])
     elif len(argv) == 2 and argv[0] == "filter":
