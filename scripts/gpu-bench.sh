@@ -60,7 +60,7 @@ publish_page() {  # $1: a folder written by a run
       done < <(sed -n 's/^# //p' "$dir/ladder.dat")
       echo "unset multiplot"
     } | gnuplot
-    chart_line="![tokens/s per rung and Python peer](gpu-ladder.svg)"
+    chart_line="![tokens/s per rung and Python peer](images/gpu-ladder.svg)"
   fi
   python3 - "$dir" "$root/docs/gpu-ladder.md" "$chart_line" <<'PY'
 import json, sys, pathlib
@@ -86,7 +86,7 @@ run's measurements; MFU is against the bf16 matmul rate measured in the same run
 
 {chart}
 
-## The issue's goals
+## The GPU goals
 
 | id | claim | goal | measured | verdict |
 |---|---|---|---|---|

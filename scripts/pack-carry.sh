@@ -7,7 +7,7 @@
 #
 # The layout under .carry/prefix mirrors /usr, so the CMake config files, which locate their headers
 # relative to themselves, work unchanged; the pkg-config files are rewritten to be relocatable.
-# Then pass ".carry" in the device tool's carry list (about 25 MiB).
+# Then copy .carry/ (about 25 MiB) to the GPU machine beside the checkout.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -270,7 +270,9 @@ void run(const Config& config, speedlabs::Report& report) {
   }
   {
     const auto w = fp16("fp16: store 70000", store(70000.0f), store_tensor(70000.0f));
-    report.check("fp16_70000_is_inf", "70000 is beyond float16's 65504, so storing it gives infinity",
+    report.check("fp16_70000_is_inf",
+                 "float16's largest finite value is 65504 and rounding sends everything from 65520 on to infinity, "
+                 "so storing 70000 gives infinity",
                  w.measured(), agree_and("the stored value is +inf"),
                  w.agree() && std::isinf(w.value()) && w.value() > 0);
   }
@@ -365,8 +367,8 @@ void run(const Config& config, speedlabs::Report& report) {
   {
     const auto w = fp16("fp16: store gradient 1e-8", store(1e-8f), store_tensor(1e-8f));
     report.check("fp16_gradient_1e-8_is_0",
-                 "a gradient of 1e-8 becomes 0 in float16: below its smallest subnormal 2^-24 (about 6e-8) "
-                 "there is nothing but zero",
+                 "a gradient of 1e-8 becomes 0 in float16: everything below half its smallest subnormal 2^-24, "
+                 "i.e. below 2^-25 (about 3e-8), rounds to zero",
                  w.measured(), agree_and("the stored value == 0"), w.agree() && w.value() == 0.0f);
   }
   {

@@ -45,7 +45,7 @@ struct Shape {
   std::string name() const;
 };
 
-/// The experiment's knobs; the defaults are the GPU run of the issue.
+/// The experiment's knobs; the defaults are the GPU run (both shapes, every rung, the GPU goals).
 struct Config {
   std::string model = "gpt2";   ///< speedlabs::gpt::GPTConfig preset: "gpt2" or "tiny"
   std::vector<Shape> shapes{{4, 128}, {16, 1024}};  ///< the chapter's shape and build-nanogpt's
@@ -126,8 +126,8 @@ std::string sdpa_backend(const c10::Device& device, const Shape& shape, int64_t 
 /// Python peers on the same weights and batches (both sides keeping freed host memory, see
 /// speedlabs::keep_freed_host_memory()), prints the tables and records the observations
 /// bf16_matmul_tflops, rung_RUNG_BxT, initial_losses_agree_BxT, losses_track_fp32_BxT, python_peers_BxT,
-/// python_eager_matches_cpp_fp32_BxT, python_compile_tracks_cpp_BxT and the issue's goals goal_* (reported, never must-hold; judged only
-/// on a CUDA GPU). A rung whose loss is not finite fails its observation. Throws speedlabs::UsageError for
+/// python_eager_matches_cpp_fp32_BxT, python_compile_tracks_cpp_BxT and the GPU goals goal_* (reported, never
+/// must-hold; judged only on a CUDA GPU). A rung whose loss is not finite fails its observation. Throws speedlabs::UsageError for
 /// a shape longer than the model's block and speedlabs::RuntimeFailure when the data is missing.
 /// @param config the run
 /// @param device where to train
