@@ -50,14 +50,16 @@ std::filesystem::path temporary_path() {
          ("lab10-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
 }
 
-// The lines of a job's output that say why it stopped: the workers' errors and mpirun's account.
-std::string why_it_stopped(const std::string& output) {
+// The lines of a job's output that say why it stopped: the workers' errors and, with @p mpirun_too,
+// mpirun's account of who died. @p first_only: one line (every worker reports the same usage error).
+std::string why_it_stopped(const std::string& output, bool mpirun_too, bool first_only) {
   std::istringstream lines(output);
   std::string line, why;
   while (std::getline(lines, line)) {
     const bool ours = line.find("lab10 worker") != std::string::npos;
-    const bool mpiruns = line.find("mpirun noticed") != std::string::npos || line.find("MPI_ABORT") != std::string::npos;
-    if (ours || mpiruns) why += (why.empty() ? "" : "\n  ") + line;
+    const bool mpiruns = line.find("mpirun noticed") != std::string::npos;
+    if (ours || (mpirun_too && mpiruns)) why += (why.empty() ? "" : "\n  ") + line;
+    if (first_only && !why.empty()) break;
   }
   return why.empty() ? "(no worker said why; the output is above)" : why;
 }
@@ -184,11 +186,14 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   }
   if (!process.ok()) {
     std::filesystem::remove(out_path);
-    const std::string why = why_it_stopped(process.output);
-    if (process.exit_code == speedlabs::kExitUsage) throw speedlabs::UsageError("the workers stopped at start:\n  " + why);
-    if (process.exit_code == speedlabs::kExitNotImplemented) throw speedlabs::NotImplementedError(why);
+    if (process.exit_code == speedlabs::kExitUsage) {
+      throw speedlabs::UsageError("the workers stopped at start: " + why_it_stopped(process.output, false, true));
+    }
+    if (process.exit_code == speedlabs::kExitNotImplemented) {
+      throw speedlabs::NotImplementedError(why_it_stopped(process.output, false, true));
+    }
     throw speedlabs::RuntimeFailure("the " + name + " failed (" + process.describe() +
-                                    "); every other worker was stopped:\n  " + why);
+                                    "); every other worker was stopped:\n  " + why_it_stopped(process.output, true, false));
   }
   std::ifstream in(out_path);
   if (!in) throw speedlabs::RuntimeFailure("the " + name + " ended without writing " + out_path.string());
