@@ -1,0 +1,29 @@
+/// @file labs/10_data_parallel/buckets.h
+/// @brief Which gradients share a bucket, and the hooks that hand each gradient to the exercise.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "communicator.h"
+#include "exercise.h"
+
+namespace lab10 {
+
+/// Lays @p params out in buckets of at most @p bucket_bytes of float32 gradients, in reverse order of
+/// @p params (the order of a model's parameters follows the forward pass, and backward produces their
+/// gradients roughly the other way round). A parameter larger than a bucket gets a bucket of its own.
+/// @param params       the model's parameters (float32)
+/// @param bucket_bytes the most bytes of gradients per bucket (PyTorch DDP's default: 25 MiB)
+/// @param comm         who the buckets are all-reduced with; must outlive the result
+GradientBuckets make_gradient_buckets(const std::vector<torch::Tensor>& params, int64_t bucket_bytes,
+                                      Communicator& comm);
+
+/// Registers on every parameter a gradient hook that calls on_gradient_ready(buckets, index, grad).
+/// The hooks keep a pointer to @p buckets, which must stay where it is for as long as the parameters
+/// take part in backward.
+/// @param buckets the layout built by make_gradient_buckets()
+void attach_gradient_hooks(GradientBuckets& buckets);
+
+}  // namespace lab10

@@ -1,0 +1,86 @@
+/// @file labs/10_data_parallel/experiment.h
+/// @brief Lab 10: data-parallel training of the tiny GPT-2 on N MPI workers, checked against one worker.
+///
+/// The launcher (this file) starts the jobs with mpirun through speedlabs::run_process, reads what rank 0
+/// measured, and turns it into observations; worker.h is what runs inside each worker.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/observations.h"
+#include "worker.h"
+
+namespace lab10 {
+
+/// The experiment's knobs.
+struct Config {
+  std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
+  int workers = 2;             ///< N, the worker processes of the data-parallel jobs
+  int64_t batch = 16;          ///< global batch B (split evenly over the workers)
+  int64_t seq = 64;            ///< T
+  int steps = 20;              ///< training steps per mode
+  double lr = 1e-3;            ///< AdamW learning rate
+  uint64_t seed = 42;          ///< initial weights and batches, the same for every job and mode
+  double bucket_mb = 25;       ///< bucket size in MiB (PyTorch DDP's default)
+  int micro_batches = 4;       ///< K of the gradient-accumulation check (must divide B)
+  std::string hostfile;        ///< an mpirun host file: workers on several machines ("" = this one, loopback)
+  std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
+  std::string worker_program;  ///< the program mpirun starts ("" = this program, /proc/self/exe)
+  std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
+  double timeout_s = 900;      ///< a job that runs longer is ended, with every worker
+  Faults faults;               ///< deliberate faults, for the tests
+};
+
+/// --quick: the tiny model, B=4, T=16, 20 steps (seconds on a CPU).
+Config quick_config();
+
+/// Rejects what cannot run before a worker starts (speedlabs::UsageError): B not divisible by N or K,
+/// no positive bucket size, fewer than two workers.
+/// @param config the run
+void validate(const Config& config);
+
+/// What one mode measured on rank 0, step by step.
+struct ModeTrace {
+  std::vector<double> losses;   ///< the global batch's loss after each step's forward
+  std::vector<double> step_ms;  ///< forward + backward + gradient sync + optimizer step
+  std::vector<double> comm_ms;  ///< of which inside MPI calls (not hidden behind computation)
+  std::vector<bool> in_sync;    ///< every worker's weights bit-for-bit equal after the step
+};
+
+/// What a job measured (rank 0's file).
+struct JobResult {
+  int workers = 0;           ///< N
+  unsigned cores = 0;        ///< std::thread::hardware_concurrency() on rank 0's machine
+  int64_t parameters = 0;    ///< distinct parameters; the gradient is 4 bytes each
+  int64_t buckets = 0;       ///< buckets of --bucket-mb
+  double allreduce_ms = 0;   ///< median time of one all-reduce of every gradient in one buffer (N > 1)
+  std::vector<std::pair<std::string, ModeTrace>> modes;  ///< in the order run
+  nlohmann::json accumulation;  ///< the gradient-accumulation check, when asked for
+
+  /// The trace of @p mode; throws RuntimeFailure when the job did not run it.
+  /// @param mode "single", "naive" or "bucketed"
+  const ModeTrace& mode(const std::string& mode) const;
+};
+
+/// Starts @p workers workers with mpirun (`--oversubscribe`, `--bind-to none`, `--allow-run-as-root` as
+/// root, loopback only unless config.hostfile names machines), each running @p modes, and waits for
+/// them, at most config.timeout_s. Their output is printed when they end.
+/// Throws UsageError when the workers stopped at start with a usage error or mismatch (exit 2),
+/// NotImplementedError when the exercise is a stub (exit 4), and RuntimeFailure, with mpirun's account
+/// of which worker died, for anything else (a killed worker, a timeout).
+/// @param config        the run
+/// @param workers       N
+/// @param modes         "single", "naive", "bucketed", run in this order
+/// @param accumulation  also run the gradient-accumulation check (on rank 0)
+JobResult run_job(const Config& config, int workers, const std::vector<std::string>& modes, bool accumulation);
+
+/// The whole lab: a one-worker job (the reference losses, the accumulation check, the 1-worker speed)
+/// and an N-worker job (naive, then bucketed), then the observations workers_agree_at_start,
+/// same_losses_as_one_worker, weights_stay_in_sync, bucketed_same_losses_as_naive, allreduce_overlap,
+/// accumulation_matches_large_batch, scaling_efficiency and allreduce_bandwidth.
+/// @param config the run
+/// @param report receives the observations
+void run(const Config& config, speedlabs::Report& report);
+
+}  // namespace lab10

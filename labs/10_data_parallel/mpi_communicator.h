@@ -1,0 +1,63 @@
+/// @file labs/10_data_parallel/mpi_communicator.h
+/// @brief The lab's engine: the Communicator on MPI (Open MPI from the system's packages).
+#pragma once
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "communicator.h"
+
+namespace lab10 {
+
+/// The MPI implementation: one process per worker, started by mpirun (MPI_COMM_WORLD).
+///
+/// start_allreduce_sum() is MPI_Iallreduce(MPI_IN_PLACE, MPI_FLOAT, MPI_SUM). Open MPI moves a
+/// non-blocking collective forward only inside MPI calls, so every start also tests the all-reduces
+/// already in flight (MPI_Testall): each gradient hook that starts a bucket pushes the earlier ones on.
+class MpiCommunicator : public Communicator {
+ public:
+  /// MPI_Init; throws RuntimeFailure when MPI was initialised already. One per process.
+  MpiCommunicator(int* argc, char*** argv);
+  /// MPI_Finalize.
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;             ///< one per process
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;  ///< one per process
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int start_allreduce_sum(const torch::Tensor& flat) override;
+  void wait(int handle) override;
+
+  /// A blocking all-reduce (start, then wait) of @p tensor, summed in place.
+  /// @param tensor a contiguous float32 CPU tensor
+  void allreduce_sum(const torch::Tensor& tensor);
+  /// The sum of @p value over all workers (a blocking MPI_Allreduce of one double).
+  /// @param value this worker's value
+  double sum(double value);
+  /// The smallest and the largest of @p value over all workers.
+  /// @param value this worker's value
+  std::pair<uint64_t, uint64_t> min_max(uint64_t value);
+  /// Every worker's @p values, rank after rank (MPI_Allgather); every worker must pass as many.
+  /// @param values this worker's values
+  std::vector<int64_t> all_gather(const std::vector<int64_t>& values);
+
+  /// Ends every worker of the job (MPI_Abort): mpirun stops the others and exits with @p exit_code.
+  /// @param exit_code the code mpirun exits with
+  [[noreturn]] void abort(int exit_code);
+
+  /// Seconds this worker spent inside start_allreduce_sum() and wait() since the last call, then resets
+  /// the count: the communication time that was not hidden behind other work.
+  double take_mpi_seconds();
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<MPI_Request> requests_;  // one per handle; MPI_REQUEST_NULL once complete
+  std::vector<bool> in_use_;           // a handle is free for reuse once waited for
+  double mpi_seconds_ = 0;
+};
+
+}  // namespace lab10

@@ -1,0 +1,148 @@
+// Lab 10: the observations of a quick run with 2 MPI workers on the loopback interface (through the
+// same experiment the program runs), the faults (a killed worker, a mismatch at start), the bucket layout
+// and the checks made before any worker starts.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "buckets.h"
+#include "common/errors.h"
+#include "common/observations.h"
+#include "datasets/data_files.h"
+#include "experiment.h"
+#include "recording_communicator.h"
+
+namespace {
+
+using speedlabs::Verdict;
+
+bool data_available() {
+  try {
+    datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+#define REQUIRE_DATA() \
+  if (!data_available()) GTEST_SKIP() << "tiny shakespeare is not there (set SPEEDLABS_DATA_DIR)"
+
+lab10::Config quick() {
+  lab10::Config config = lab10::quick_config();
+  config.worker_program = LAB10_PROGRAM;
+  config.timeout_s = 120;
+  return config;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// One run for all observations: each run starts two jobs of MPI workers, so the checks share it.
+TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
+  REQUIRE_DATA();
+  speedlabs::Report report("10_data_parallel", "cpu");
+  lab10::run(quick(), report);
+
+  std::vector<std::string> ids;
+  for (const auto& o : report.observations()) ids.push_back(o.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"workers_agree_at_start", "same_losses_as_one_worker",
+                                           "weights_stay_in_sync", "bucketed_same_losses_as_naive",
+                                           "allreduce_overlap", "accumulation_matches_large_batch",
+                                           "scaling_efficiency", "allreduce_bandwidth"}))
+      << "the README's table lists exactly these";
+  for (const char* id : {"workers_agree_at_start", "same_losses_as_one_worker", "weights_stay_in_sync",
+                         "bucketed_same_losses_as_naive", "accumulation_matches_large_batch"}) {
+    EXPECT_TRUE(report.at(id).must_hold) << id;
+    EXPECT_EQ(report.at(id).verdict, Verdict::holds) << id << ": " << report.at(id).measured.dump();
+  }
+  EXPECT_EQ(report.at("workers_agree_at_start").measured["workers"], 2);
+  // Timing observations are reported, not asserted (a shared 2-core machine); their arithmetic is checked.
+  for (const char* id : {"allreduce_overlap", "scaling_efficiency", "allreduce_bandwidth"}) {
+    EXPECT_FALSE(report.at(id).must_hold) << id;
+  }
+  const auto& scaling = report.at("scaling_efficiency");
+  EXPECT_NEAR(scaling.measured["efficiency"].get<double>(), scaling.measured["speedup"].get<double>() / 2, 1e-12);
+  EXPECT_TRUE(contains(scaling.reason, "cores")) << scaling.reason;
+  const auto& bandwidth = report.at("allreduce_bandwidth").measured;
+  // A ring all-reduce of 2 workers: every worker sends 2 x bytes x (2-1)/2 = the gradient's bytes.
+  EXPECT_DOUBLE_EQ(bandwidth["ring_bytes_per_worker"].get<double>(), bandwidth["gradient_bytes"].get<double>());
+  EXPECT_GT(bandwidth["allreduce_ms"].get<double>(), 0);
+  const double hidden = report.at("allreduce_overlap").measured["hidden_fraction"].get<double>();
+  EXPECT_GE(hidden, 0.0);
+  EXPECT_LE(hidden, 1.0);
+}
+
+TEST(Lab10Faults, AKilledWorkerStopsTheOthersWithAClearErrorInBoundedTime) {
+  REQUIRE_DATA();
+  lab10::Config config = quick();
+  config.faults.kill_rank = 1;
+  config.faults.kill_step = 3;
+  config.timeout_s = 90;  // the bound: without fault handling the survivor would wait in its all-reduce forever
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    lab10::run_job(config, 2, {"naive"}, false);
+    FAIL() << "a job with a killed worker must fail";
+  } catch (const speedlabs::RuntimeFailure& e) {
+    const std::string message = e.what();
+    EXPECT_FALSE(contains(message, "did not finish within")) << "the survivor hung until the timeout: " << message;
+    EXPECT_TRUE(contains(message, "rank 1")) << message;
+    EXPECT_TRUE(contains(message, "signal 9")) << message;
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 90);
+}
+
+TEST(Lab10Faults, AWorldSizeMismatchIsAUsageErrorAtStart) {
+  REQUIRE_DATA();
+  lab10::Config config = quick();
+  config.faults.claimed_workers = 3;  // the workers are told 3, mpirun starts 2
+  try {
+    lab10::run_job(config, 2, {"naive"}, false);
+    FAIL() << "the workers must refuse to start";
+  } catch (const speedlabs::UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "world size mismatch")) << e.what();
+  }
+}
+
+TEST(Lab10Faults, AModelShapeMismatchIsAUsageErrorAtStart) {
+  REQUIRE_DATA();
+  lab10::Config config = quick();
+  config.faults.bigger_model_rank = 1;  // rank 1 builds one layer more
+  try {
+    lab10::run_job(config, 2, {"naive"}, false);
+    FAIL() << "the workers must refuse to start";
+  } catch (const speedlabs::UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "model shape mismatch")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "rank 1")) << e.what();
+  }
+}
+
+TEST(Lab10Buckets, FollowBackwardOrderAndTheSizeLimit) {
+  lab10::testing::RecordingCommunicator comm;
+  const std::vector<torch::Tensor> params{torch::zeros({6}), torch::zeros({4}), torch::zeros({5}), torch::zeros({20})};
+  const auto layout = lab10::make_gradient_buckets(params, 40, comm);  // at most 10 floats, unless one is larger
+  ASSERT_EQ(layout.buckets.size(), 3u);
+  EXPECT_EQ(layout.buckets[0].params, (std::vector<size_t>{3}));     // 20 floats: a bucket of its own
+  EXPECT_EQ(layout.buckets[1].params, (std::vector<size_t>{2, 1}));  // 5 + 4
+  EXPECT_EQ(layout.buckets[2].params, (std::vector<size_t>{0}));     // 6 would make 15
+  EXPECT_EQ(layout.offset_of, (std::vector<int64_t>{0, 5, 0, 0}));
+  EXPECT_EQ(layout.buckets[1].flat.numel(), 9);
+  EXPECT_EQ(layout.comm, &comm);
+}
+
+TEST(Lab10Validate, RejectsWhatCannotSplitBeforeAnyWorkerStarts) {
+  lab10::Config config;
+  config.workers = 3;  // 16 rows do not split over 3
+  EXPECT_THROW(lab10::validate(config), speedlabs::UsageError);
+  config = lab10::Config{};
+  config.micro_batches = 3;
+  EXPECT_THROW(lab10::validate(config), speedlabs::UsageError);
+  config = lab10::Config{};
+  config.workers = 1;
+  EXPECT_THROW(lab10::validate(config), speedlabs::UsageError);
+  EXPECT_NO_THROW(lab10::validate(lab10::Config{}));
+}
+
+}  // namespace
