@@ -1,5 +1,5 @@
 /// @file labs/01_vectorize/experiment.h
-/// @brief Lab 01: the same sum of squares four ways, checked equal, then timed.
+/// @brief Lab 01: the same sum of squares five ways, checked equal, then timed.
 #pragma once
 #include <torch/torch.h>
 
@@ -20,15 +20,15 @@ double sum_squares_scalar_loop(const double* data, int64_t n);
 struct Config {
   int64_t n = 1'000'000;      ///< how many N(0,1) doubles
   uint64_t seed = 0;          ///< the generator seed
-  speedlabs::TimingOptions fast{3, 20};       ///< for (b), (c), (d)
+  speedlabs::TimingOptions fast{3, 20};       ///< for (b), (c), (d), (e)
   speedlabs::TimingOptions element_loop{1, 3};  ///< for (a), thousands of times slower
 };
 
 /// The settings --quick uses: 100,000 values, so the whole run takes well under a second.
 Config quick_config();
 
-/// Runs the four variants on the CPU and records same_result, vectorised_3x_faster,
-/// scalar_loop_vs_eigen and torch_vs_eigen.
+/// Runs the five variants on the CPU and records same_result, vectorised_3x_faster,
+/// scalar_loop_vs_eigen, unrolled_vs_scalar_loop, unrolled_vs_eigen and torch_vs_eigen.
 void run(const Config& config, speedlabs::Report& report);
 
 }  // namespace lab01

@@ -1,67 +1,49 @@
 /// @file labs/02_float16_limits/exercise.h
-/// @brief Lab 02 exercise: the rounding experiments, written once for every number type.
+/// @brief Lab 02 exercise: rounding a float32 into float16 and bfloat16, bit by bit.
 ///
-/// Each function is a template over the storage type T. It is compiled (explicitly instantiated)
-/// for float, Eigen::half, Eigen::bfloat16, at::Half and at::BFloat16, so the same code runs the
-/// lesson's experiments in both libraries and the lab can check that they agree.
-/// Values go in and come out as float: every float16 and bfloat16 value, infinity included, is
-/// exactly a float, so returning float loses nothing and shows exactly what T stored.
+/// Every 16-bit number in this lab goes through these three functions: the lab's experiments store
+/// values in lab02::YourHalf and lab02::YourBFloat16 (experiment.h), which call them, and compare the
+/// result with Eigen's and libtorch's own types. A 16-bit value is handled as its raw bits, a uint16_t:
+///
+///     float32   sign 1 | exponent 8 (bias 127) | mantissa 23
+///     float16   sign 1 | exponent 5 (bias 15)  | mantissa 10
+///     bfloat16  sign 1 | exponent 8 (bias 127) | mantissa 7   (the top half of a float32)
 ///
 /// Stubs live in labs/02_float16_limits/exercise.cpp, the reference in
 /// solutions/02_float16_limits/exercise.cpp.
 #pragma once
-#include <Eigen/Core>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
+#include <cstdint>
 
 namespace lab02 {
 
-/// The value @p x becomes when it is stored in T.
+/// The float16 bit pattern of @p x: the float16 value nearest to x, as IEEE 754 stores it.
 ///
-/// Rounds to the nearest value T can hold, ties to the one with an even last bit; a value beyond
-/// T's largest finite number becomes infinity, one below half its smallest step becomes zero.
-/// @tparam T  float, Eigen::half, Eigen::bfloat16, at::Half or at::BFloat16
-/// @param x   the value to store
-/// @return    the stored value, as a float
-template <typename T>
-float round_to(float x);
+/// - Rounds to the nearest float16; a tie (x exactly halfway between two float16 values) goes to the
+///   one whose last mantissa bit is 0 ("round to nearest, ties to even").
+/// - Values too large for float16 become infinity of x's sign: everything from 65520 on (65504 is the
+///   largest finite float16, 65520 the halfway point to the next power of two), and infinities.
+/// - Below 2^-14 float16 has subnormals, multiples of 2^-24; below half of 2^-24 a value becomes zero.
+/// - The sign always survives: -0.0f gives 0x8000, -1e-10f gives 0x8000 too.
+/// - A NaN gives a NaN (exponent all ones, mantissa not zero), never infinity.
+/// @param x  any float32, including infinities, NaNs, subnormals and -0
+/// @return   the 16 bits of the float16 value
+uint16_t float_to_half_bits(float x);
 
-/// @p a plus @p b, computed the way a tensor of type T would: both stored in T, added, the sum stored in T.
-///
-/// Careful: at::Half + float is a float in libtorch, so both operands must be T before the addition.
-/// @tparam T  float, Eigen::half, Eigen::bfloat16, at::Half or at::BFloat16
-/// @param a   the first operand (e.g. a weight)
-/// @param b   the second operand (e.g. an update)
-/// @return    the sum as T stored it, as a float
-template <typename T>
-float add_in(float a, float b);
+/// The float32 value of the float16 bit pattern @p bits. Every float16 value, subnormals and
+/// infinities included, is exactly a float32, so this is exact: no rounding happens.
+/// @param bits  any of the 65536 float16 bit patterns
+/// @return      its value; a NaN pattern gives a NaN
+float half_bits_to_float(uint16_t bits);
 
-/// A weight kept in T that receives the same small update @p steps times, like an optimizer would.
+/// The bfloat16 bit pattern of @p x: the bfloat16 value nearest to x, ties to even.
 ///
-/// The weight and the update are both stored in T, and the weight is stored in T again after every
-/// addition: this is what happens to weights that are not kept as float32 master weights.
-/// @tparam T       float, Eigen::half, Eigen::bfloat16, at::Half or at::BFloat16
-/// @param weight   the starting weight
-/// @param update   what is added at each step (e.g. learning rate times gradient)
-/// @param steps    how many updates (0 or more)
-/// @return         the final weight, as a float
-template <typename T>
-float accumulate_updates(float weight, float update, int steps);
+/// bfloat16 is float32 with the low 16 mantissa bits dropped, so the exponent needs no change: the
+/// rounding decides whether the kept top half goes up by one. Values beyond the largest bfloat16
+/// (about 3.39e38) round to infinity; float32 subnormals round to bfloat16 subnormals or zero; the
+/// sign survives; a NaN gives a NaN.
+/// (The way back, bfloat16 bits to float, is the 16 bits shifted up: experiment.cpp does it.)
+/// @param x  any float32
+/// @return   the 16 bits of the bfloat16 value
+uint16_t float_to_bfloat16_bits(float x);
 
 }  // namespace lab02
-
-/// Explicitly instantiates the exercise functions for every type the lab uses.
-/// exercise.cpp (the stubs and the solution alike) ends with this one line, so the list of
-/// types is written once.
-#define LAB02_INSTANTIATE_EXERCISE()                                                         \
-  LAB02_INSTANTIATE_FOR(float)                                                               \
-  LAB02_INSTANTIATE_FOR(Eigen::half)                                                         \
-  LAB02_INSTANTIATE_FOR(Eigen::bfloat16)                                                     \
-  LAB02_INSTANTIATE_FOR(at::Half)                                                            \
-  LAB02_INSTANTIATE_FOR(at::BFloat16)
-
-/// The three exercise functions instantiated for one type @p T (used by LAB02_INSTANTIATE_EXERCISE).
-#define LAB02_INSTANTIATE_FOR(T)                                                             \
-  template float lab02::round_to<T>(float);                                                  \
-  template float lab02::add_in<T>(float, float);                                             \
-  template float lab02::accumulate_updates<T>(float, float, int);

@@ -1,5 +1,6 @@
 #include "experiment.h"
 
+#include <Eigen/Core>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -63,7 +64,7 @@ std::string text(double v) {
   return s.str();
 }
 
-/// The same experiment computed several ways (Eigen's type, libtorch's type, a libtorch tensor).
+/// The same experiment computed several ways (your bits, Eigen's type, libtorch's type, a libtorch tensor).
 struct Ways {
   std::vector<std::pair<std::string, float>> results;
 
@@ -86,10 +87,12 @@ struct Ways {
   }
 };
 
-/// One experiment in the 16-bit types of both libraries and in libtorch tensors of that dtype.
-template <typename EigenT, typename TorchT, typename Fn, typename TensorFn>
+/// One experiment in your 16-bit type, in the 16-bit types of both libraries and in libtorch tensors of
+/// that dtype. Yours comes first: a verdict needs all ways to agree, and the value shown is yours.
+template <typename YourT, typename EigenT, typename TorchT, typename Fn, typename TensorFn>
 Ways both_libraries(const std::string& experiment, c10::ScalarType dtype, Fn&& in_type, TensorFn&& in_tensor) {
-  Ways ways{{{"Eigen", in_type(EigenT{})},
+  Ways ways{{{"yours", in_type(YourT{})},
+             {"Eigen", in_type(EigenT{})},
              {"at::", in_type(TorchT{})},
              {std::string("tensor ") + c10::toString(dtype), in_tensor(dtype)}}};
   ways.print(experiment);
@@ -98,11 +101,11 @@ Ways both_libraries(const std::string& experiment, c10::ScalarType dtype, Fn&& i
 
 template <typename Fn, typename TensorFn>
 Ways fp16(const std::string& experiment, Fn&& in_type, TensorFn&& in_tensor) {
-  return both_libraries<Eigen::half, at::Half>(experiment, at::kHalf, in_type, in_tensor);
+  return both_libraries<YourHalf, Eigen::half, at::Half>(experiment, at::kHalf, in_type, in_tensor);
 }
 template <typename Fn, typename TensorFn>
 Ways bf16(const std::string& experiment, Fn&& in_type, TensorFn&& in_tensor) {
-  return both_libraries<Eigen::bfloat16, at::BFloat16>(experiment, at::kBFloat16, in_type, in_tensor);
+  return both_libraries<YourBFloat16, Eigen::bfloat16, at::BFloat16>(experiment, at::kBFloat16, in_type, in_tensor);
 }
 /// float32 is the same C++ type in both libraries, so its second way is a libtorch float32 tensor.
 Ways fp32(const std::string& experiment, float in_type, float in_tensor) {
@@ -236,7 +239,8 @@ void add_flags(CLI::App& app, Config& config) {
 void run(const Config& config, speedlabs::Report& report) {
   print_format_table(format_table(Library::libtorch), std::cout);
 
-  std::cout << "\nThe lesson's experiments, in Eigen's type, libtorch's type and a libtorch tensor:\n";
+  std::cout << "\nThe lesson's experiments, in your rounding (exercise.cpp), Eigen's type, libtorch's type and a "
+               "libtorch tensor:\n";
   // Each lambda gets a default-constructed value only to name the type T it runs in.
   const auto add = [](float a, float b) {
     return [=](auto type) { return add_in<decltype(type)>(a, b); };
@@ -260,7 +264,8 @@ void run(const Config& config, speedlabs::Report& report) {
                  w.measured(), agree_and("the sum == 1000.5"), w.agree() && w.value() == 1000.5f);
   }
   {
-    Ways w{{{"Eigen", static_cast<float>((std::numeric_limits<Eigen::half>::max)())},
+    Ways w{{{"yours", half_bits_to_float(0x7bff)},  // exponent 30, mantissa all ones
+            {"Eigen", static_cast<float>((std::numeric_limits<Eigen::half>::max)())},
             {"at::", static_cast<float>((std::numeric_limits<at::Half>::max)())},
             {"bit layout 1/5/10", static_cast<float>(format_from_layout("fp16", 5, 10, 2).max)}}};
     w.print("fp16: largest finite value");

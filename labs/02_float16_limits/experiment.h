@@ -1,16 +1,94 @@
 /// @file labs/02_float16_limits/experiment.h
-/// @brief Lab 02: what 16-bit numbers can and cannot hold, in Eigen's and libtorch's types, checked to agree.
+/// @brief Lab 02: what 16-bit numbers can and cannot hold, computed with your rounding (exercise.h) and
+/// checked against Eigen's and libtorch's types.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <c10/core/ScalarType.h>
 
+#include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/observations.h"
+#include "exercise.h"
 
 namespace lab02 {
+
+/// A float16 value stored as the bits your float_to_half_bits() gives: what the lab's experiments
+/// compute in, beside Eigen::half and at::Half. Arithmetic is done in float32 and stored again, the
+/// way Eigen and libtorch do it for their 16-bit types (float32's 24 bits are more than twice
+/// float16's 11, so rounding the exact float32 sum once more gives the correctly rounded float16 sum).
+struct YourHalf {
+  uint16_t bits = 0;  ///< the float16 bit pattern
+  YourHalf() = default;
+  /// Stores @p x: float_to_half_bits(x).
+  explicit YourHalf(float x) : bits(float_to_half_bits(x)) {}
+  /// Reads the value back: half_bits_to_float(bits).
+  explicit operator float() const { return half_bits_to_float(bits); }
+};
+
+/// The bfloat16 counterpart of YourHalf: stored by your float_to_bfloat16_bits(), read back by
+/// putting the 16 bits on top of a float32 (bfloat16 is float32's top half, so that is exact).
+struct YourBFloat16 {
+  uint16_t bits = 0;  ///< the bfloat16 bit pattern
+  YourBFloat16() = default;
+  /// Stores @p x: float_to_bfloat16_bits(x).
+  explicit YourBFloat16(float x) : bits(float_to_bfloat16_bits(x)) {}
+  /// Reads the value back, exactly.
+  explicit operator float() const {
+    const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, sizeof value);
+    return value;
+  }
+};
+
+/// The sum of two float16 values, computed in float32 and stored as float16.
+inline YourHalf operator+(YourHalf a, YourHalf b) { return YourHalf(static_cast<float>(a) + static_cast<float>(b)); }
+
+/// The sum of two bfloat16 values, computed in float32 and stored as bfloat16.
+inline YourBFloat16 operator+(YourBFloat16 a, YourBFloat16 b) {
+  return YourBFloat16(static_cast<float>(a) + static_cast<float>(b));
+}
+
+/// The value @p x becomes when it is stored in T.
+/// @tparam T  float, YourHalf, YourBFloat16, Eigen::half, Eigen::bfloat16, at::Half or at::BFloat16
+/// @param x   the value to store
+/// @return    the stored value, as a float (every 16-bit value is exactly a float)
+template <typename T>
+float round_to(float x) {
+  return static_cast<float>(T(x));
+}
+
+/// @p a plus @p b, computed the way a tensor of type T would: both stored in T, added, the sum stored in T.
+///
+/// Both operands are made T first: at::Half + float is a float in libtorch, which would hide the rounding.
+/// @tparam T  as for round_to()
+/// @param a   the first operand (e.g. a weight)
+/// @param b   the second operand (e.g. an update)
+/// @return    the sum as T stored it, as a float
+template <typename T>
+float add_in(float a, float b) {
+  const T sum = T(a) + T(b);  // T + T stays T in Eigen, in libtorch and for YourHalf / YourBFloat16
+  return static_cast<float>(sum);
+}
+
+/// A weight kept in T that receives the same small update @p steps times, like an optimizer would,
+/// stored in T again after every addition: weights without float32 master copies.
+/// @tparam T       as for round_to()
+/// @param weight   the starting weight
+/// @param update   what is added at each step (e.g. learning rate times gradient)
+/// @param steps    how many updates (0 or more)
+/// @return         the final weight, as a float
+template <typename T>
+float accumulate_updates(float weight, float update, int steps) {
+  T stored(weight);
+  const T step(update);
+  for (int i = 0; i < steps; ++i) stored = stored + step;
+  return static_cast<float>(stored);
+}
 
 /// One number format: its bit layout and the three numbers that say what it can hold.
 struct FormatRow {

@@ -1,9 +1,19 @@
-// Lab 02: the format table, the exercise on cases beyond the lesson's, and every observation
-// through the same experiment the program runs.
+// Lab 02: the format table, the experiment's rounding (your bits and both libraries' types) on cases
+// beyond the lesson's, every observation through the same experiment the program runs, and the full
+// sweep of all 2^32 floats through the conversions (graded.cpp checks a student's code on a faster subset).
 #include <gtest/gtest.h>
 
+#include <Eigen/Core>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "common/cli.h"
 #include "experiment.h"
@@ -69,8 +79,8 @@ template <typename T>
 class Lab02Half : public ::testing::Test {};
 template <typename T>
 class Lab02BFloat : public ::testing::Test {};
-using HalfTypes = ::testing::Types<Eigen::half, at::Half>;
-using BFloatTypes = ::testing::Types<Eigen::bfloat16, at::BFloat16>;
+using HalfTypes = ::testing::Types<lab02::YourHalf, Eigen::half, at::Half>;
+using BFloatTypes = ::testing::Types<lab02::YourBFloat16, Eigen::bfloat16, at::BFloat16>;
 TYPED_TEST_SUITE(Lab02Half, HalfTypes);
 TYPED_TEST_SUITE(Lab02BFloat, BFloatTypes);
 
@@ -108,7 +118,7 @@ TYPED_TEST(Lab02BFloat, RoundsToNearestEven) {
   EXPECT_EQ(lab02::accumulate_updates<TypeParam>(1.0f, 1e-4f, 500), 1.0f);
 }
 
-TEST(Lab02Exercise, Float32KeepsWhatHalfLoses) {
+TEST(Lab02Float32, KeepsWhatHalfLoses) {
   EXPECT_EQ(lab02::add_in<float>(2048.0f, 1.0f), 2049.0f);
   EXPECT_EQ(lab02::round_to<float>(70000.0f), 70000.0f);
   // 100 float32 additions of 1e-4 near 1: each rounds by at most 2^-24, so within 100 * 2^-24 of 1.01.
@@ -139,10 +149,13 @@ TEST(Lab02Observations, EveryObservationHolds) {
 
   // The measured values are the computed ones, from both libraries.
   const auto& sum = report.at("fp16_1000_plus_0.3_is_1000.5").measured;
+  EXPECT_EQ(sum["yours"], 1000.5);
   EXPECT_EQ(sum["Eigen"], 1000.5);
   EXPECT_EQ(sum["at::"], 1000.5);
   EXPECT_EQ(sum["tensor Half"], 1000.5);
   EXPECT_EQ(report.at("fp16_70000_is_inf").measured["at::"], "inf");
+  EXPECT_EQ(report.at("fp16_70000_is_inf").measured["yours"], "inf");
+  EXPECT_EQ(report.at("fp16_max_is_65504").measured["yours"], 65504.0);
   EXPECT_EQ(report.at("bf16_70000_is_finite").measured["Eigen"], 70144.0);
   EXPECT_EQ(report.at("bytes_per_value").measured["libtorch element_size"], nlohmann::json({4, 2, 2}));
   EXPECT_EQ(report.at("weights_7b_fp32_28gb_fp16_14gb").measured["libtorch"]["fp16_gb"], 14.0);
@@ -172,6 +185,34 @@ TEST(Lab02Observations, MoreStepsStillStallInHalf) {
   EXPECT_EQ(o.verdict, speedlabs::Verdict::holds);
   EXPECT_EQ(o.measured["fp16"]["Eigen"], 1.0);
   EXPECT_NEAR(o.measured["fp32"]["float"].get<double>(), 3.0, 0.03);  // 1 + 20000 * 1e-4, within the lab's 1%
+}
+
+// Every one of the 2^32 float bit patterns through both conversions, against c10::Half and c10::BFloat16
+// (any NaN accepted for a NaN). About a minute of CPU at -O2, split over the machine's cores.
+TEST(Lab02Exhaustive, EveryFloatBitPatternMatchesLibtorch) {
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<uint64_t> half_wrong{0}, bfloat16_wrong{0};
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      uint64_t half_misses = 0, bfloat16_misses = 0;
+      for (uint64_t i = w; i <= 0xffffffffull; i += workers) {
+        const auto bits = static_cast<uint32_t>(i);
+        float x;
+        std::memcpy(&x, &bits, sizeof x);
+        const bool nan = std::isnan(x);
+        const uint16_t half = lab02::float_to_half_bits(x);
+        const uint16_t bfloat16 = lab02::float_to_bfloat16_bits(x);
+        if (nan ? !std::isnan(lab02::half_bits_to_float(half)) : half != c10::Half(x).x) ++half_misses;
+        if (nan ? (bfloat16 & 0x7fffu) <= 0x7f80u : bfloat16 != c10::BFloat16(x).x) ++bfloat16_misses;
+      }
+      half_wrong += half_misses;
+      bfloat16_wrong += bfloat16_misses;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(half_wrong.load(), 0u) << "float_to_half_bits differs from c10::Half on this many of 2^32 floats";
+  EXPECT_EQ(bfloat16_wrong.load(), 0u) << "float_to_bfloat16_bits differs from c10::BFloat16 on this many of 2^32 floats";
 }
 
 int run_lab02(std::vector<std::string> args) {
