@@ -1,14 +1,10 @@
 #include "common/gpt.h"
 
-#include <ATen/Context.h>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <limits>
 
-#include "common/autocast_guard.h"
 #include "common/errors.h"
 #include "common/observations.h"
 
@@ -33,13 +29,6 @@ GPTConfig GPTConfig::by_name(const std::string& name) {
 
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
-}
-
-torch::Tensor explicit_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  const int64_t T = q.size(-2);
-  const auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  const auto future = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
-  return torch::matmul(scores.masked_fill(future, -std::numeric_limits<double>::infinity()).softmax(-1), v);
 }
 
 namespace {
@@ -144,31 +133,6 @@ int64_t parameter_count(GPT& model) {
 torch::optim::AdamW make_adamw(GPT& model, double lr) {
   return torch::optim::AdamW(model->parameters(),
                              torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01));
-}
-
-torch::Tensor train_step(GPT& model, torch::optim::Optimizer& optimizer, GradScaler& scaler, const torch::Tensor& x,
-                         const torch::Tensor& y, const StepPrecision& setup) {
-  if (setup.matmul_precision != "highest" && setup.matmul_precision != "high") {
-    throw UsageError("matmul precision must be 'highest' or 'high', not '" + setup.matmul_precision + "'");
-  }
-  MatmulPrecisionScope matmul(setup.matmul_precision);  // restored after the step
-  torch::Tensor loss;
-  {
-    // Autocast covers the forward pass and the loss only; backward runs each op in its forward dtype.
-    AutocastGuard autocast(x.device().type(), setup.autocast_dtype.value_or(c10::kFloat),
-                           setup.autocast_dtype.has_value());
-    loss = model->forward(x, y).loss;
-  }
-  if (setup.scale_loss) {
-    scaler.scale(loss).backward();
-    scaler.step(optimizer);  // unscales the gradients, skips the step if any is inf or NaN
-    scaler.update();
-  } else {
-    loss.backward();
-    optimizer.step();
-  }
-  optimizer.zero_grad();
-  return loss.detach().to(torch::kFloat);
 }
 
 namespace {

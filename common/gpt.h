@@ -1,6 +1,6 @@
 /// @file gpt.h
-/// @brief GPT-2 (the 124M model of chapter 9) in libtorch, its training step in four precisions, and a
-/// small tensor file format for comparing it with the Python reference.
+/// @brief GPT-2 (the 124M model of chapter 9) in libtorch, and a small tensor file format for comparing it
+/// with the Python reference.
 ///
 /// The architecture is the one of the chapter's code: token + position embeddings, pre-LayerNorm
 /// blocks (causal self-attention, then a GELU(tanh) MLP, each added to the residual stream), a final
@@ -11,13 +11,9 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "common/grad_scaler.h"
-#include "common/precision.h"
 
 namespace speedlabs::gpt {
 
@@ -47,17 +43,6 @@ using AttentionFn = std::function<torch::Tensor(const torch::Tensor& q, const to
 /// @param k keys, same shape
 /// @param v values, same shape
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
-
-/// The chapter's attention before flash attention, written out: softmax(q k^T / sqrt(head_size) + mask) v.
-///
-/// It builds the whole (T, T) score matrix of every head; the causal mask sets the scores above the
-/// diagonal to -inf, so position t weighs only positions 0..t. Same result as fused_causal_attention()
-/// up to float rounding, at the cost of materialising the scores: the baseline the fused kernel beats.
-/// @param q queries (B, n_head, T, head_size)
-/// @param k keys, same shape
-/// @param v values, same shape
-/// @return  (B, n_head, T, head_size)
-torch::Tensor explicit_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
 /// Causal self-attention: one linear layer makes q, k, v for all heads, then attention, then a projection.
 class CausalSelfAttentionImpl : public torch::nn::Module {
@@ -152,34 +137,10 @@ TORCH_MODULE(GPT);
 /// @param model the model
 int64_t parameter_count(GPT& model);
 
-/// What one training step switches on for a precision mode.
-struct StepPrecision {
-  /// torch's float32 matmul precision for the step: "highest" (true FP32) or "high" (TF32 allowed).
-  std::string matmul_precision = "highest";
-  /// Autocast the forward pass and the loss to this dtype; nullopt: no autocast.
-  std::optional<c10::ScalarType> autocast_dtype;
-  /// Scale the loss with the GradScaler before backward (float16's narrow range needs it).
-  bool scale_loss = false;
-};
-
 /// The AdamW of the chapter: lr, betas (0.9, 0.999), eps 1e-8, weight decay 0.01 (PyTorch's defaults).
 /// @param model the model whose parameters it updates
 /// @param lr    the learning rate
 torch::optim::AdamW make_adamw(GPT& model, double lr);
-
-/// One training step: forward and loss (under autocast when @p setup says so, with the float32
-/// matmul precision of @p setup, restored afterwards), backward, optimizer step, zero the gradients.
-/// With scale_loss the loss is scaled by @p scaler, the gradients unscaled before the step, steps
-/// with inf/NaN gradients skipped, and the scale updated. The weights stay float32 in every mode.
-/// @param model     the model (on the batch's device)
-/// @param optimizer its optimizer
-/// @param scaler    the loss scaler (used only when setup.scale_loss)
-/// @param x         (B, T) input ids on the model's device
-/// @param y         (B, T) target ids on the model's device
-/// @param setup     what the precision mode switches on
-/// @return the (unscaled) loss of the forward pass, a 0-dim tensor on the device
-torch::Tensor train_step(GPT& model, torch::optim::Optimizer& optimizer, GradScaler& scaler, const torch::Tensor& x,
-                         const torch::Tensor& y, const StepPrecision& setup);
 
 /// Named tensors, in order.
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;

@@ -28,14 +28,6 @@ Precision parse_precision(const std::string& name) {
   throw UsageError("unknown precision '" + name + "': choose fp32, tf32, bf16 or fp16");
 }
 
-std::optional<c10::ScalarType> autocast_dtype(Precision p) {
-  if (p == Precision::bf16) return c10::kBFloat16;
-  if (p == Precision::fp16) return c10::kHalf;
-  return std::nullopt;
-}
-
-bool needs_grad_scaler(Precision p) { return p == Precision::fp16; }
-
 std::string current_matmul_precision() {
   switch (at::globalContext().float32MatmulPrecision()) {
     case at::Float32MatmulPrecision::HIGHEST: return "highest";
@@ -44,18 +36,6 @@ std::string current_matmul_precision() {
   }
   return "highest";
 }
-
-namespace {
-
-// torch's name for the float32 matmul precision of a mode: TF32 is allowed only in tf32.
-const char* matmul_precision_name(Precision p) { return p == Precision::tf32 ? "high" : "highest"; }
-
-}  // namespace
-
-void apply_matmul_precision(Precision p) { at::globalContext().setFloat32MatmulPrecision(matmul_precision_name(p)); }
-
-MatmulPrecisionScope::MatmulPrecisionScope(Precision p)
-    : MatmulPrecisionScope(std::string(matmul_precision_name(p))) {}
 
 MatmulPrecisionScope::MatmulPrecisionScope(const std::string& torch_name) : previous_(current_matmul_precision()) {
   at::globalContext().setFloat32MatmulPrecision(torch_name);

@@ -1,8 +1,8 @@
 /// @file precision.h
-/// @brief The four training precisions of chapter 9 and what each one switches on.
+/// @brief The four training precisions of chapter 9 by name, and a scope for torch's float32 matmul precision.
+///
+/// What each mode switches on in a training step is lab 05's exercise (lab05::train_step).
 #pragma once
-#include <c10/core/ScalarType.h>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,22 +25,9 @@ std::string to_string(Precision p);
 /// Parses a precision name; throws UsageError for anything else.
 Precision parse_precision(const std::string& name);
 
-/// The dtype autocast casts to in this mode, or nullopt when the mode does not use autocast.
-std::optional<c10::ScalarType> autocast_dtype(Precision p);
-
-/// True when the mode needs loss scaling (float16's narrow range).
-bool needs_grad_scaler(Precision p);
-
-/// Sets the float32 matmul precision for this mode: "high" (TF32 allowed) for tf32, "highest" otherwise.
-/// This is the C++ face of torch.set_float32_matmul_precision.
-void apply_matmul_precision(Precision p);
-
 /// Restores the previous float32 matmul precision when it goes out of scope.
 class MatmulPrecisionScope {
  public:
-  /// Sets the matmul precision of @p p until the scope ends.
-  /// @param p  the precision mode
-  explicit MatmulPrecisionScope(Precision p);
   /// Sets torch's float32 matmul precision by name until the scope ends.
   /// @param torch_name  "highest", "high" or "medium", as torch.set_float32_matmul_precision takes it
   explicit MatmulPrecisionScope(const std::string& torch_name);

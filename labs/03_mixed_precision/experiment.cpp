@@ -11,7 +11,6 @@
 #include "common/autocast_guard.h"
 #include "common/errors.h"
 #include "common/format.h"
-#include "common/grad_scaler.h"
 #include "exercise.h"
 
 namespace lab03 {
@@ -84,9 +83,9 @@ TrainResult train(const Config& config, const Data& data, const std::string& pre
   TrainResult result;
   result.initial_loss = full_loss_fp32(model, data);
   const auto compute_loss = [&] { return torch::mse_loss(model->forward(data.x), data.y); };
-  speedlabs::GradScalerOptions scaler_options;
+  GradScalerOptions scaler_options;
   scaler_options.enabled = precision == "fp16";
-  speedlabs::GradScaler scaler(scaler_options);
+  GradScaler scaler(scaler_options);
   for (int step = 0; step < config.steps; ++step) {
     if (precision == "fp32") {
       optimizer.zero_grad();
@@ -143,9 +142,9 @@ void run(const Config& config, speedlabs::Report& report) {
   {
     auto model = make_model(config);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(kLearningRate));
-    speedlabs::GradScalerOptions options;
+    GradScalerOptions options;
     options.enabled = config.dtype == c10::kHalf;
-    speedlabs::GradScaler scaler(options);
+    GradScaler scaler(options);
     mixed_precision_step([&] { return torch::mse_loss(model->forward(data.x), data.y); }, optimizer, scaler,
                          device_type, config.dtype);
     std::set<std::string> weight_dtypes, grad_dtypes;
@@ -234,7 +233,7 @@ void run(const Config& config, speedlabs::Report& report) {
                  "fraction of non-zero float32 gradient elements that are 0 in the float16 run >= 0.5", zeroed >= 0.5);
 
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(kLearningRate));
-    speedlabs::GradScaler scaler;
+    GradScaler scaler;
     optimizer.zero_grad();
     torch::Tensor loss;
     {
@@ -260,7 +259,7 @@ void run(const Config& config, speedlabs::Report& report) {
   {
     auto model = make_model(config);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(kLearningRate));
-    speedlabs::GradScaler scaler;
+    GradScaler scaler;
     auto bad_x = data.x.clone();
     bad_x.index_put_({0, 0}, fp16_works ? 70000.0 : std::numeric_limits<double>::infinity());
     const auto dtype = fp16_works ? c10::kHalf : config.dtype;
@@ -288,9 +287,9 @@ void run(const Config& config, speedlabs::Report& report) {
     const int64_t interval = 3;
     auto model = make_model(config);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(kLearningRate));
-    speedlabs::GradScalerOptions options;
+    GradScalerOptions options;
     options.growth_interval = interval;
-    speedlabs::GradScaler scaler(options);
+    GradScaler scaler(options);
     const auto dtype = fp16_works ? c10::kHalf : config.dtype;
     ScaleState predicted{options.init_scale, 0};
     const ScaleRule rule{options.growth_factor, options.backoff_factor, interval};

@@ -21,7 +21,6 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/gpt.h"
-#include "common/grad_scaler.h"
 #include "common/memory.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
@@ -111,9 +110,10 @@ bool logged(int step, const Config& config) { return step % config.log_every == 
 
 // Why a mode cannot run here, or "" when it can.
 std::string why_not_runnable(Precision mode, const c10::Device& device) {
-  const auto dtype = speedlabs::autocast_dtype(mode);
-  if (dtype && !speedlabs::autocast_supported(device, *dtype)) {
-    return "autocast to " + std::string(c10::toString(*dtype)) + " is not supported on " + device.str() +
+  if (mode != Precision::bf16 && mode != Precision::fp16) return "";
+  const auto dtype = mode == Precision::bf16 ? c10::kBFloat16 : c10::kHalf;  // the 16-bit type the mode is named after
+  if (!speedlabs::autocast_supported(device, dtype)) {
+    return "autocast to " + std::string(c10::toString(dtype)) + " is not supported on " + device.str() +
            " by this libtorch";
   }
   return "";
@@ -145,10 +145,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
   model->to(run.device);
   datasets::DataLoaderLite loader(run.tokens, config.batch, config.seq);
   auto optimizer = gpt::make_adamw(model, config.lr);
-  const gpt::StepPrecision setup = precision_setup(mode);
-  speedlabs::GradScalerOptions scaler_options;
-  scaler_options.enabled = setup.scale_loss;
-  speedlabs::GradScaler scaler(scaler_options);
+  lab03::GradScaler scaler;  // your lab 03 scaler; train_step uses it in fp16 only
 
   const std::string name = speedlabs::to_string(mode);
   const double tokens_per_step = static_cast<double>(config.batch * config.seq);
@@ -163,7 +160,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
     const double ms = speedlabs::time_once_ms(
         [&] {
           const auto batch = loader.next_batch();
-          loss = gpt::train_step(model, optimizer, scaler, batch.x.to(run.device), batch.y.to(run.device), setup);
+          loss = train_step(model, optimizer, scaler, batch.x.to(run.device), batch.y.to(run.device), mode);
         },
         run.device);
     const double value = loss.item<double>();
@@ -175,7 +172,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
                << std::flush;  // a killed or interrupted run keeps every finished step
     }
     if (!std::isfinite(value)) {
-      if (!setup.scale_loss) {
+      if (mode != Precision::fp16) {
         run.bar.clear();
         throw speedlabs::RuntimeFailure("the loss is " + std::string(std::isnan(value) ? "NaN" : "inf") +
                                         " at step " + std::to_string(step) + " in " + name +
@@ -201,7 +198,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
   result.median_ms = speedlabs::summarize(timed).median_ms;
   result.tokens_per_s = tokens_per_step / (result.median_ms / 1000.0);
   result.peak_bytes = speedlabs::peak_memory_bytes(run.device);
-  result.final_loss_scale = scaler.get_scale();
+  result.final_loss_scale = mode == Precision::fp16 ? scaler.get_scale() : 1.0;
   std::set<std::string> dtypes;
   for (const auto& p : model->parameters()) dtypes.insert(c10::toString(p.scalar_type()));
   result.weight_dtypes.assign(dtypes.begin(), dtypes.end());

@@ -17,11 +17,11 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/gpt.h"
-#include "common/grad_scaler.h"
 #include "common/memory.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
+#include "labs/05_gpt2/exercise.h"
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA
 #include <ATen/cuda/CUDAGraph.h>
@@ -67,12 +67,10 @@ constexpr double kGoalMfu = 0.5;
 
 bool at_least(Rung rung, Rung step) { return static_cast<int>(rung) >= static_cast<int>(step); }
 
-// What a rung switches on for the training step.
-gpt::StepPrecision step_precision(Rung rung) {
-  gpt::StepPrecision setup;
-  if (at_least(rung, Rung::tf32)) setup.matmul_precision = "high";
-  if (at_least(rung, Rung::bf16)) setup.autocast_dtype = c10::kBFloat16;
-  return setup;
+// The precision mode of lab 05's training step that a rung runs in: from bf16 up every rung is bf16.
+speedlabs::Precision rung_precision(Rung rung) {
+  if (at_least(rung, Rung::bf16)) return speedlabs::Precision::bf16;
+  return at_least(rung, Rung::tf32) ? speedlabs::Precision::tf32 : speedlabs::Precision::fp32;
 }
 
 // The precision mode a rung runs in, for the comparison with the Python peers ("" above bf16: the
@@ -110,8 +108,9 @@ gpt::GPT build_model(const gpt::GPTConfig& base, Rung rung, const gpt::NamedTens
                      const c10::Device& device) {
   gpt::GPTConfig config = base;
   if (at_least(rung, Rung::vocab50304)) config.vocab_size = padded_vocab_size(base.vocab_size, kVocabTile);
+  // Below sdpa the chapter's written-out attention: lab 05's causal_attention.
   gpt::GPT model(config, at_least(rung, Rung::sdpa) ? gpt::AttentionFn(gpt::fused_causal_attention)
-                                                    : gpt::AttentionFn(gpt::explicit_causal_attention));
+                                                    : gpt::AttentionFn(lab05::causal_attention));
   auto params = model->named_parameters();
   torch::NoGradGuard no_grad;
   for (const auto& [name, value] : weights) {
@@ -164,14 +163,14 @@ struct RungRunner {
     } else {
       optimizer = std::make_unique<ForeachAdamW>(model->parameters(), config.lr);
     }
-    speedlabs::GradScaler unused_scaler(speedlabs::GradScalerOptions{.enabled = false});
-    const auto setup = step_precision(rung);
+    lab03::GradScaler unused_scaler;  // lab 05's train_step uses it in fp16 only; no rung is fp16
+    const auto precision = rung_precision(rung);
     auto losses = torch::zeros({total_steps()}, torch::TensorOptions().device(device));
     std::vector<double> times;
     for (int i = 0; i < total_steps(); ++i) {
       times.push_back(speedlabs::time_once_ms(
           [&] {
-            const auto loss = gpt::train_step(model, *optimizer, unused_scaler, batches.x[i], batches.y[i], setup);
+            const auto loss = lab05::train_step(model, *optimizer, unused_scaler, batches.x[i], batches.y[i], precision);
             losses[i].copy_(loss);
           },
           device));
@@ -199,8 +198,8 @@ struct RungRunner {
     speedlabs::reset_peak_memory(device);
     auto model = build_model(model_config, Rung::cuda_graph, weights, device);
     FusedAdamW optimizer(model->parameters(), config.lr);
-    speedlabs::GradScaler unused_scaler(speedlabs::GradScalerOptions{.enabled = false});
-    const auto setup = step_precision(Rung::cuda_graph);
+    lab03::GradScaler unused_scaler;  // lab 05's train_step uses it in fp16 only
+    const auto precision = rung_precision(Rung::cuda_graph);
     auto losses = torch::zeros({total_steps()}, torch::TensorOptions().device(device));
     // A graph is captured on a side stream (never the legacy default stream); the timer's events go
     // on the current stream, so the whole rung runs with the side stream current.
@@ -209,6 +208,7 @@ struct RungRunner {
     // The graph reads its inputs from fixed addresses: each step copies its batch there.
     auto static_x = batches.x[0].clone();
     auto static_y = batches.y[0].clone();
+    const auto step = [&] { return lab05::train_step(model, optimizer, unused_scaler, static_x, static_y, precision); };
     at::cuda::CUDAGraph graph;
     torch::Tensor static_loss;
     std::vector<double> times;
@@ -219,28 +219,12 @@ struct RungRunner {
               static_x.copy_(batches.x[i]);
               static_y.copy_(batches.y[i]);
               if (i < kGraphEagerSteps) {
-                losses[i].copy_(gpt::train_step(model, optimizer, unused_scaler, static_x, static_y, setup));
+                losses[i].copy_(step());
                 return;
               }
-              if (i == kGraphEagerSteps) {
-                // Recorded, not run: every kernel of forward, backward and the fused AdamW step, with
-                // the addresses it touches, becomes one graph that replay() launches in one call.
-                optimizer.zero_grad();
-                graph.capture_begin();
-                try {
-                  static_loss = gpt::train_step(model, optimizer, unused_scaler, static_x, static_y, setup);
-                } catch (const c10::Error&) {
-                  // An op that cannot be captured (a host sync, say) leaves the stream capturing and the
-                  // allocator filling the graph's pool; ending the capture, failed as it is, restores both
-                  // for the shapes and peers still to run.
-                  try {
-                    graph.capture_end();
-                  } catch (const c10::Error&) {  // "capture invalidated": the error below says why
-                  }
-                  throw;
-                }
-                graph.capture_end();
-              }
+              // Recorded, not run: every kernel of forward, backward and the fused AdamW step, with the
+              // addresses it touches, becomes one graph that replay() launches in one call.
+              if (i == kGraphEagerSteps) static_loss = capture_train_step(graph, step, optimizer);
               graph.replay();
               losses[i].copy_(static_loss);
             },
@@ -642,6 +626,14 @@ Config quick_config() {
   config.peer_modes = {"fp32", "bf16"};
   config.compile_modes.clear();
   return config;
+}
+
+int64_t padded_vocab_size(int64_t vocab_size, int64_t multiple) {
+  if (vocab_size <= 0 || multiple <= 0) {
+    throw speedlabs::UsageError("padded_vocab_size: vocab_size (" + std::to_string(vocab_size) + ") and multiple (" +
+                                std::to_string(multiple) + ") must be positive");
+  }
+  return (vocab_size + multiple - 1) / multiple * multiple;
 }
 
 double flops_per_token(int64_t n_params_without_wpe, int64_t n_layer, int64_t n_head, int64_t head_size, int64_t seq) {

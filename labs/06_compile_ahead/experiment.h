@@ -37,6 +37,13 @@ std::string to_string(Rung rung);
 /// @param name the name, as to_string() writes it
 Rung parse_rung(const std::string& name);
 
+/// The smallest multiple of @p multiple that is at least @p vocab_size: GPT-2's 50,257 tokens padded to
+/// a multiple of 128 give 50,304 (= 2^7 * 393), a width the matrix-multiply kernels tile without a ragged edge.
+/// Throws speedlabs::UsageError when either argument is not positive.
+/// @param vocab_size the real number of tokens
+/// @param multiple   the tile width to round up to
+int64_t padded_vocab_size(int64_t vocab_size, int64_t multiple);
+
 /// A batch shape.
 struct Shape {
   int64_t batch = 4;  ///< B

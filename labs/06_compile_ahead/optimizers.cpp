@@ -1,7 +1,5 @@
 #include "optimizers.h"
 
-#include <cmath>
-
 #include "common/errors.h"
 
 namespace lab06 {
@@ -37,9 +35,9 @@ MultiTensorAdamW::MultiTensorAdamW(std::vector<torch::Tensor> params, double lr,
   }
 }
 
-FusedAdamWTensors MultiTensorAdamW::active(const LossClosure& closure) const {
+AdamWTensors MultiTensorAdamW::active(const LossClosure& closure) const {
   if (closure) throw speedlabs::UsageError("this AdamW's step takes no closure");
-  FusedAdamWTensors active;
+  AdamWTensors active;
   for (size_t i = 0; i < state_.params.size(); ++i) {
     const auto& grad = state_.params[i].grad();
     if (!grad.defined()) continue;
@@ -59,23 +57,7 @@ torch::Tensor ForeachAdamW::step(LossClosure closure) {
   auto t = active(closure);
   if (t.params.empty()) return {};
   torch::NoGradGuard no_grad;  // the updates are in place on leaves that require grad
-  // The op sequence of torch.optim.adam._multi_tensor_adam (decoupled weight decay, not capturable),
-  // so that the C++ and Python eager runs do the same arithmetic with the same kernels.
-  at::_foreach_add_(t.steps, 1.0);
-  at::_foreach_mul_(t.params, 1.0 - lr_ * hyper_.weight_decay);
-  at::_foreach_lerp_(t.exp_avgs, t.grads, 1.0 - hyper_.beta1);
-  at::_foreach_mul_(t.exp_avg_sqs, hyper_.beta2);
-  at::_foreach_addcmul_(t.exp_avg_sqs, t.grads, t.grads, 1.0 - hyper_.beta2);
-  std::vector<c10::Scalar> step_sizes, bias_correction2_sqrts;
-  for (const auto& count : t.steps) {
-    const double step = count.item<double>();  // a CPU tensor: no device synchronization
-    step_sizes.emplace_back(-lr_ / (1.0 - std::pow(hyper_.beta1, step)));
-    bias_correction2_sqrts.emplace_back(std::sqrt(1.0 - std::pow(hyper_.beta2, step)));
-  }
-  auto denominators = at::_foreach_sqrt(t.exp_avg_sqs);
-  at::_foreach_div_(denominators, bias_correction2_sqrts);
-  at::_foreach_add_(denominators, hyper_.eps);
-  at::_foreach_addcdiv_(t.params, t.exp_avgs, denominators, step_sizes);
+  foreach_adamw_update(t, lr_, hyper_);
   return {};
 }
 

@@ -33,18 +33,18 @@ class MultiTensorAdamW : public torch::optim::Optimizer {
   /// The tensors of the parameters that have a gradient; the others sit the step out with their state,
   /// as in torch.optim. Throws speedlabs::UsageError when @p closure is set (these steps take none).
   /// @param closure what step() was given
-  FusedAdamWTensors active(const LossClosure& closure) const;
+  AdamWTensors active(const LossClosure& closure) const;
 
   AdamWHyperparameters hyper_;  ///< beta1, beta2, eps, weight decay
 
  private:
-  FusedAdamWTensors state_;
+  AdamWTensors state_;
 };
 
-/// torch.optim.AdamW(foreach=True), the default for CUDA parameters: each formula line is one
-/// _foreach_ op over all parameters (about ten multi-tensor kernels per step). The step counts live on
-/// the CPU and the bias corrections are computed on the host, exactly as Python does when the optimizer
-/// is not capturable; so the step cannot be captured in a CUDA graph, but it never waits for the device.
+/// torch.optim.AdamW(foreach=True), the default for CUDA parameters: an optimizer whose step is
+/// foreach_adamw_update() (about ten multi-tensor kernels per step). The step counts live on the CPU and
+/// the bias corrections are computed on the host, exactly as Python does when the optimizer is not
+/// capturable; so the step cannot be captured in a CUDA graph, but it never waits for the device.
 class ForeachAdamW : public MultiTensorAdamW {
  public:
   /// @param params the parameters (all on one device; at least one)

@@ -2,6 +2,10 @@
 #include "exercise.h"
 
 #include <cmath>
+#include <limits>
+#include <optional>
+
+#include "common/autocast_guard.h"
 
 namespace lab05 {
 
@@ -14,23 +18,31 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
   return torch::matmul(torch::softmax(scores, -1), v);
 }
 
-speedlabs::gpt::StepPrecision precision_setup(speedlabs::Precision precision) {
-  speedlabs::gpt::StepPrecision setup;  // fp32: no autocast, "highest" matmuls, no scaling
-  switch (precision) {
-    case speedlabs::Precision::fp32:
-      break;
-    case speedlabs::Precision::tf32:
-      setup.matmul_precision = "high";
-      break;
-    case speedlabs::Precision::bf16:
-      setup.autocast_dtype = torch::kBFloat16;
-      break;
-    case speedlabs::Precision::fp16:
-      setup.autocast_dtype = torch::kHalf;
-      setup.scale_loss = true;
-      break;
+torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, lab03::GradScaler& scaler,
+                         const torch::Tensor& x, const torch::Tensor& y, speedlabs::Precision precision) {
+  using speedlabs::Precision;
+  // TF32 is a matmul mode of float32 tensors, not a dtype: torch's "high" float32 matmul precision.
+  speedlabs::MatmulPrecisionScope matmul(precision == Precision::tf32 ? "high" : "highest");
+  std::optional<c10::ScalarType> autocast_dtype;
+  if (precision == Precision::bf16) autocast_dtype = c10::kBFloat16;
+  if (precision == Precision::fp16) autocast_dtype = c10::kHalf;
+  torch::Tensor loss;
+  {
+    // Autocast covers the forward pass and the loss only; backward runs each op in its forward dtype.
+    speedlabs::AutocastGuard autocast(x.device().type(), autocast_dtype.value_or(c10::kFloat),
+                                      autocast_dtype.has_value());
+    loss = model->forward(x, y).loss;
   }
-  return setup;
+  if (precision == Precision::fp16) {
+    scaler.scale(loss).backward();  // float16 gradients this small would underflow without the scale
+    scaler.step(optimizer);         // unscales, and skips the step if a gradient is inf or NaN
+    scaler.update();
+  } else {
+    loss.backward();
+    optimizer.step();
+  }
+  optimizer.zero_grad();
+  return loss.detach().to(torch::kFloat);
 }
 
 }  // namespace lab05

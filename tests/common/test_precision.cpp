@@ -10,19 +10,12 @@ TEST(Precision, NamesRoundTrip) {
   EXPECT_THROW(speedlabs::parse_precision("fp8"), speedlabs::UsageError);
 }
 
-TEST(Precision, WhatEachModeSets) {
-  EXPECT_FALSE(speedlabs::autocast_dtype(Precision::fp32).has_value());
-  EXPECT_FALSE(speedlabs::autocast_dtype(Precision::tf32).has_value());
-  EXPECT_EQ(*speedlabs::autocast_dtype(Precision::bf16), c10::kBFloat16);
-  EXPECT_EQ(*speedlabs::autocast_dtype(Precision::fp16), c10::kHalf);
-  EXPECT_TRUE(speedlabs::needs_grad_scaler(Precision::fp16));
-  EXPECT_FALSE(speedlabs::needs_grad_scaler(Precision::bf16));
-}
+// What each mode switches on is lab 05's exercise; tests/lab05/graded.cpp checks it through the training step.
 
 TEST(Precision, Tf32ScopeSetsAndRestoresMatmulPrecision) {
   ASSERT_EQ(speedlabs::current_matmul_precision(), "highest");
   {
-    speedlabs::MatmulPrecisionScope scope(Precision::tf32);
+    speedlabs::MatmulPrecisionScope scope(std::string("high"));  // what tf32 sets
     EXPECT_EQ(speedlabs::current_matmul_precision(), "high");
   }
   EXPECT_EQ(speedlabs::current_matmul_precision(), "highest");

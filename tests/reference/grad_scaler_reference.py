@@ -1,4 +1,4 @@
-"""Python's torch.amp.GradScaler on a fixed sequence; tests/common/test_grad_scaler.cpp holds its numbers.
+"""Python's torch.amp.GradScaler on a fixed sequence; tests/lab03/graded.cpp holds its numbers.
 
 Run: /work/main/.venv/bin/python tests/reference/grad_scaler_reference.py  (torch 2.13.0, CPU)
 One float32 parameter w = [1, -2], SGD lr 0.125, loss = sum(w * x). Scaler: init_scale 1024,
