@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every exercise function's answer lives in solutions/ alone.
 
-For each labs/NN_*/exercise.h, the functions it declares may be defined (given a body) only in
-solutions/NN_*/ and in the lab's own stub file labs/NN_*/exercise.cpp. A definition anywhere else
+The exercise functions of a lab are the ones its stub file labs/NN_*/exercise.cpp leaves to the student
+(each stub calls speedlabs::not_implemented with the function's name). They may be defined (given a
+body) only in solutions/NN_*/ and in that stub file. A definition anywhere else
 (common/, datasets/, an experiment, a later lab) would let the program run the reference instead of the
 student's code, so the check fails and names the file and line.
 """
@@ -12,20 +13,21 @@ from pathlib import Path
 
 ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
 SOURCES = ("*.cpp", "*.h", "*.cu", "*.cuh")
-# A declaration in a header: "<type> name(" at the start of a statement, not a call or a macro.
-DECLARATION = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:[\w:<>,*&]+\s+)+[*&]?(\w+)\s*\(", re.M)
-NOT_NAMES = {"if", "for", "while", "switch", "return", "sizeof", "operator"}
+# Every stub names its function: speedlabs::not_implemented("NN", "NN_folder", "GradScaler::update").
+STUB_CALL = re.compile(r'not_implemented\(\s*"\d+"\s*,\s*"[^"]*"\s*,\s*"([\w:~]+)')
 
 
-def declared_functions(header):
-    text = re.sub(r"//.*", "", header.read_text())
-    return {m.group(1) for m in DECLARATION.finditer(text)} - NOT_NAMES
+def exercise_functions(stub):
+    """The functions the student writes: those whose stub body calls not_implemented, by their name."""
+    return set(STUB_CALL.findall(stub.read_text()))
 
 
 def definitions(text, name):
-    # "<type or qualifier> [Class::]name(params) [const] [noexcept] {": a body, not a call.
+    """Lines where @p name ("f" or "Class::f") gets a body: "<type> [Class::]f(params) [const] {", not a call."""
+    qualified = "::" in name
+    prefix = r"" if qualified else r"[\w>*&]\s+(?:\w+::)*"
     pattern = re.compile(
-        r"[\w>*&]\s+(?:[\w]+::)*" + re.escape(name) + r"\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)"
+        prefix + re.escape(name) + r"\s*\(([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*)\)"
         r"\s*(?:const\s*)?(?:noexcept\s*)?(?:override\s*)?\{")
     for match in pattern.finditer(text):
         before = text[max(0, match.start() - 20):match.start() + 1]
@@ -46,10 +48,10 @@ def source_files():
 
 def main():
     problems = []
-    headers = sorted(ROOT.glob("labs/[0-9][0-9]_*/exercise.h"))
-    for header in headers:
-        names = declared_functions(header)
-        stub = header.with_name("exercise.cpp")
+    stubs = sorted(ROOT.glob("labs/[0-9][0-9]_*/exercise.cpp"))
+    for stub in stubs:
+        names = exercise_functions(stub)
+        header = stub.with_name("exercise.h")
         for path in source_files():
             relative = path.relative_to(ROOT)
             if path in (stub, header):
@@ -57,10 +59,10 @@ def main():
             text = re.sub(r"//.*", "", path.read_text(errors="replace"))
             for name in names:
                 for line in definitions(text, name):
-                    problems.append(f"{relative}:{line}: defines {name}(), an exercise of {header.parent.name}")
+                    problems.append(f"{relative}:{line}: defines {name}(), an exercise of {stub.parent.name}")
     for problem in problems:
         print(problem)
-    print(f"{len(headers)} exercise headers checked: "
+    print(f"{len(stubs)} labs' exercises checked: "
           + ("the answers live in solutions/ alone" if not problems else f"{len(problems)} answers outside solutions/"))
     return 1 if problems else 0
 
