@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
             ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
         app.add_option("--repeats", repeats, "measured calls of each fast variant (default 20)")
             ->check(CLI::Range(1, 100000));
-        app.add_option("--seed", config.seed, "random seed")->capture_default_str();
+        speedlabs::add_seed_flag(app, config.seed);
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
         const uint64_t seed = config.seed;

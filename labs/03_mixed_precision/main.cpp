@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
             ->capture_default_str();
         app.add_option("--steps", steps, "training steps per run (default 200; --quick: 60)")
             ->check(CLI::Range(1, 100000));
-        app.add_option("--seed", seed, "random seed")->capture_default_str();
+        speedlabs::add_seed_flag(app, seed);
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
         lab03::Config config = context.flags.quick ? lab03::quick_config(context.device) : lab03::Config{};

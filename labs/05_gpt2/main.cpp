@@ -28,15 +28,7 @@ int main(int argc, char** argv) {
         steps_flag = speedlabs::add_int_flag(app, "--steps", steps, "training steps per mode");
         speedlabs::add_int_flag(app, "--batch", batch, "B, sequences per batch");
         seq_flag = speedlabs::add_int_flag(app, "--seq", seq, "T, tokens per sequence (at most the model's block size)");
-        app.add_option("--lr", config.lr, "AdamW learning rate")
-            ->check(CLI::Validator(
-                [](std::string& text) {
-                  char* end = nullptr;
-                  const double value = std::strtod(text.c_str(), &end);
-                  return *end == '\0' && std::isfinite(value) && value > 0 ? "" : "must be a positive number";
-                },
-                "POSITIVE"))
-            ->capture_default_str();
+        speedlabs::add_number_flag(app, "--lr", config.lr, "AdamW learning rate");
         app.add_option("--csv", config.csv_path, "write every step's loss and time to this CSV file");
         app.add_option("--plots", config.plots_dir, "write lab05_loss.svg and lab05_tokens_per_s.svg here (gnuplot)");
         app.add_option("--data-dir", config.data_dir,

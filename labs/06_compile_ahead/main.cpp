@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
         app.add_option("--shapes", shapes, "BxT list (default: 4x128,16x1024 on a GPU, 4x128 on a CPU)");
         warmup_flag = speedlabs::add_int_flag(app, "--warmup", warmup, "steps before the measured ones", 0);
         steps_flag = speedlabs::add_int_flag(app, "--steps", steps, "measured steps per rung");
-        app.add_option("--lr", config.lr, "AdamW learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+        speedlabs::add_number_flag(app, "--lr", config.lr, "AdamW learning rate");
         app.add_option("--top", top, "the highest rung to climb to")
             ->check(CLI::IsMember({"fp32", "tf32", "bf16", "sdpa", "vocab50304", "fused_adamw", "cuda_graph"}))
             ->capture_default_str();

@@ -36,9 +36,8 @@ int main(int argc, char** argv) {
         batch_flag = speedlabs::add_int_flag(app, "--batch", batch, "B, the global batch (a multiple of --workers)");
         seq_flag = speedlabs::add_int_flag(app, "--seq", seq, "T, tokens per sequence");
         steps_flag = speedlabs::add_int_flag(app, "--steps", config.steps, "training steps per mode");
-        app.add_option("--bucket-mb", config.bucket_mb, "gradient bucket size in MiB (PyTorch DDP's default: 25)")
-            ->check(CLI::PositiveNumber)
-            ->capture_default_str();
+        speedlabs::add_number_flag(app, "--bucket-mb", config.bucket_mb,
+                                   "gradient bucket size in MiB (PyTorch DDP's default: 25)");
         speedlabs::add_int_flag(app, "--micro-batches", config.micro_batches,
                                 "K of the gradient-accumulation check (must divide --batch)");
         app.add_option("--hostfile", config.hostfile, "an mpirun host file: run the workers on several machines")
