@@ -112,7 +112,14 @@ function(speedlabs_add_lab)
     endif()
     add_test(NAME ${label}.smoke
       COMMAND ${LAB_PROGRAM} --quick --json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json" ${LAB_SMOKE_ARGS})
-    set_tests_properties(${label}.smoke PROPERTIES LABELS "${label};smoke" TIMEOUT 600)
+    set_tests_properties(${label}.smoke PROPERTIES LABELS "${label};smoke" TIMEOUT 600 FIXTURES_SETUP ${label}_json)
+    # The lesson's "What you should observe" table lists exactly the ids of that report (and of the run kept
+    # for the docs in docs/results/), so the lesson cannot drift from the code.
+    add_test(NAME ${label}.docs_observe_table
+      COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/lab_pages.py" check-ids "${CMAKE_CURRENT_SOURCE_DIR}/README.md"
+              "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json")
+    set_tests_properties(${label}.docs_observe_table PROPERTIES LABELS "${label};docs" FIXTURES_REQUIRED ${label}_json
+                         TIMEOUT 60)
 
     set(bad_inputs "--no-such-flag" "--device tpu" "--json /nonexistent-folder/out.json" "--json /tmp"
         ${LAB_BAD_ARGS})
