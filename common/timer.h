@@ -1,5 +1,9 @@
 /// @file timer.h
-/// @brief Timing with discipline: warm-up, repeats, median/min/max, the device synchronized.
+/// @brief Timing with discipline: warm-up, repeats, median/min/max; device events on a GPU.
+///
+/// A host clock around GPU work, synchronized before each read, is lab 04's exercise (lab04::measure),
+/// so it is not here: what is here times the CPU with a host clock, where a call returns when its work
+/// is done, and a GPU with device events, which the GPU stamps itself.
 #pragma once
 #include <c10/core/Device.h>
 #include <functional>
@@ -25,8 +29,8 @@ struct TimingStats {
 /// Median, min and max of @p samples_ms (which must not be empty); first_ms is left as is.
 TimingStats summarize(std::vector<double> samples_ms);
 
-/// Times one call of @p fn on @p device. On the CPU it reads a steady host clock; on a GPU it
-/// records device events around the call and waits for the end event, so queued work is never
+/// Times one call of @p fn on @p device. On the CPU it reads a steady host clock; on any other device
+/// it records device events around the call and waits for the end event, so queued work is never
 /// mistaken for finished work.
 double time_once_ms(const std::function<void()>& fn, const c10::Device& device);
 

@@ -1,4 +1,5 @@
-// The sum of squares twice: one GPU thread looping serially, and a parallel reduction.
+// The sum of squares by one GPU thread, and the harness that times any sum-of-squares launch with CUDA
+// events (lab 04's parallel reduction is the exercise in labs/04_measure/reduction.cu).
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -9,9 +10,6 @@
 
 namespace speedlabs::cuda {
 namespace {
-
-constexpr int kThreads = 256;   // threads per block: a power of two, for the tree reduction
-constexpr int kMaxBlocks = 1024;  // the partials must fit one block of the second pass
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
@@ -47,42 +45,6 @@ __global__ void sum_squares_one_thread(const double* x, int64_t n, double* out) 
   *out = total;
 }
 
-// Sums a value per thread across the block; thread 0 ends up with the block's total.
-__device__ double block_sum(double value) {
-  __shared__ double partial[kThreads];
-  partial[threadIdx.x] = value;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  return partial[0];
-}
-
-// One partial sum per block (of squares when Square); a fixed order, so the result is reproducible.
-template <bool Square>
-__global__ void reduce_blocks(const double* x, int64_t n, double* block_totals) {
-  double value = 0.0;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    value += Square ? x[i] * x[i] : x[i];
-  }
-  const double total = block_sum(value);
-  if (threadIdx.x == 0) block_totals[blockIdx.x] = total;
-}
-
-void launch(SumSquaresMethod method, const double* x, int64_t n, double* partials, double* out) {
-  if (method == SumSquaresMethod::serial) {
-    sum_squares_one_thread<<<1, 1>>>(x, n, out);
-  } else {
-    const int64_t wanted = (n + kThreads - 1) / kThreads;
-    const int blocks = static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-    reduce_blocks<true><<<blocks, kThreads>>>(x, n, partials);
-    reduce_blocks<false><<<1, kThreads>>>(partials, blocks, out);
-  }
-  check(cudaGetLastError(), "kernel launch");
-}
-
 }  // namespace
 
 GpuPresence find_gpus() {
@@ -101,19 +63,20 @@ GpuPresence find_gpus() {
   return presence;
 }
 
-std::string to_string(SumSquaresMethod method) {
-  return method == SumSquaresMethod::serial ? "serial" : "parallel";
+void launch_sum_squares_one_thread(const double* x, int64_t n, double* /*partials*/, double* out) {
+  sum_squares_one_thread<<<1, 1>>>(x, n, out);
 }
 
-KernelRun sum_squares(const double* x, int64_t n, SumSquaresMethod method, int warmup, int repeats) {
+KernelRun sum_squares(const double* x, int64_t n, SumSquaresLaunch launch, int warmup, int repeats) {
   if (n < 1) throw std::invalid_argument("sum_squares: n must be at least 1");
+  if (launch == nullptr) throw std::invalid_argument("sum_squares: no kernel to launch");
   if (warmup < 0 || repeats < 1) throw std::invalid_argument("sum_squares: warmup >= 0 and repeats >= 1 needed");
   const GpuPresence gpus = find_gpus();
   if (gpus.count == 0) throw std::runtime_error("sum_squares: " + gpus.reason);
   check(cudaSetDevice(0), "cudaSetDevice");
 
   DeviceBuffer data = device_alloc(n);
-  DeviceBuffer partials = device_alloc(kMaxBlocks);
+  DeviceBuffer partials = device_alloc(kMaxPartials);
   DeviceBuffer out = device_alloc(1);
   check(cudaMemcpy(data.get(), x, static_cast<size_t>(n) * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
 
@@ -122,7 +85,8 @@ KernelRun sum_squares(const double* x, int64_t n, SumSquaresMethod method, int w
   KernelRun run;
   for (int i = 0; i < warmup + repeats; ++i) {
     check(cudaEventRecord(start.get()), "cudaEventRecord");
-    launch(method, data.get(), n, partials.get(), out.get());
+    launch(data.get(), n, partials.get(), out.get());
+    check(cudaGetLastError(), "kernel launch");  // a bad launch configuration shows here
     check(cudaEventRecord(end.get()), "cudaEventRecord");
     check(cudaEventSynchronize(end.get()), "cudaEventSynchronize");
     float ms = 0;

@@ -7,27 +7,52 @@
 
 #include <functional>
 
+#include "common/device.h"
 #include "common/timer.h"
 
 namespace lab04 {
+
+/// Where timed work runs, as measure() sees it: a device that may still be working after the call
+/// that gave it the work has returned, and that can be waited for.
+///
+/// A CUDA GPU is like this (a kernel launch only queues the kernel); so is the tests' stand-in, whose
+/// work runs on a worker thread, which is how the tests catch a measure() that forgets to wait on a
+/// machine without a GPU.
+class AsyncDevice {
+ public:
+  virtual ~AsyncDevice() = default;
+  /// Blocks until all work given to this device so far has finished.
+  virtual void synchronize() = 0;
+};
+
+/// A libtorch device, the CPU or a CUDA GPU, as an AsyncDevice.
+class TorchDevice final : public AsyncDevice {
+ public:
+  /// Wraps @p device.
+  explicit TorchDevice(c10::Device device) : device_(device) {}
+  /// speedlabs::synchronize(): waits for the GPU's queued work; on the CPU there is nothing to wait for.
+  void synchronize() override { speedlabs::synchronize(device_); }
+
+ private:
+  c10::Device device_;
+};
 
 /// Times @p fn on @p device the way the lesson asks: warm-up calls first (made, timed, but left out
 /// of the statistics), then @p options.repeats measured calls, each read from a steady host clock
 /// with the device synchronized before starting the clock and again before stopping it, and
 /// finally the median, min and max of the measured calls.
 ///
-/// Why each part: the first calls pay for loading, allocation and caches; GPU work is queued and
-/// returns at once, so a clock read without synchronizing times the queuing, not the work; one
-/// slow outlier (another process, a page fault) moves a mean but not a median.
-/// Write it with speedlabs::synchronize() (common/device.h) and speedlabs::summarize() (common/timer.h);
-/// calling speedlabs::time_ms() would skip the point of the exercise.
+/// Why each part: the first calls pay for loading, allocation and caches; device work is queued and
+/// the call returns at once, so a clock read without synchronizing times the queuing, not the work;
+/// work queued before the clock starts must not be billed to this call; one slow outlier (another
+/// process, a page fault) moves a mean but not a median.
+/// Write it with device.synchronize() and speedlabs::summarize() (common/timer.h).
 /// @param fn       the work to time; called warmup + repeats times
-/// @param device   where the work runs (the CPU needs no synchronization, a GPU does)
+/// @param device   where fn's work runs: synchronize it around every timed call
 /// @param options  how many warm-up and measured calls
 /// @return         first_ms (the very first call, warm-up or not), samples_ms (the measured calls, in
 ///                 order), median_ms, min_ms and max_ms of the samples
 /// @throws speedlabs::UsageError when options.repeats < 1 or options.warmup < 0
-speedlabs::TimingStats measure(const std::function<void()>& fn, const c10::Device& device,
-                               speedlabs::TimingOptions options);
+speedlabs::TimingStats measure(const std::function<void()>& fn, AsyncDevice& device, speedlabs::TimingOptions options);
 
 }  // namespace lab04

@@ -48,7 +48,8 @@ Config quick_config();
 /// when a GPU is there; records autocast_bf16_output_dtype, cpu_fp32_ms, cpu_bf16_ms, cpu_bf16_vs_fp32,
 /// first_call_slower_than_median, gpu_unsynced_time_is_misleading, gpu_bf16_vs_fp32,
 /// gpu_parallel_kernel_vs_serial and gpu_kernel_matches_cpu (the gpu_ ones not_applicable without a GPU).
-/// Every benchmark time comes from lab04::measure(), the exercise.
+/// Every benchmark time comes from lab04::measure(), the exercise; the parallel kernel is
+/// lab04::launch_sum_squares_reduction, the GPU exercise.
 void run(const Config& config, const c10::Device& device, speedlabs::Report& report);
 
 }  // namespace lab04

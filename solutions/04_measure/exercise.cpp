@@ -5,13 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "common/device.h"
 #include "common/errors.h"
 
 namespace lab04 {
 
-speedlabs::TimingStats measure(const std::function<void()>& fn, const c10::Device& device,
-                               speedlabs::TimingOptions options) {
+speedlabs::TimingStats measure(const std::function<void()>& fn, AsyncDevice& device, speedlabs::TimingOptions options) {
   if (options.repeats < 1) {
     throw speedlabs::UsageError("repeats must be at least 1, got " + std::to_string(options.repeats));
   }
@@ -19,10 +17,10 @@ speedlabs::TimingStats measure(const std::function<void()>& fn, const c10::Devic
     throw speedlabs::UsageError("warmup must be 0 or more, got " + std::to_string(options.warmup));
   }
   const auto timed_call = [&] {
-    speedlabs::synchronize(device);  // work queued earlier must not be billed to this call
+    device.synchronize();  // work queued earlier must not be billed to this call
     const auto start = std::chrono::steady_clock::now();
     fn();
-    speedlabs::synchronize(device);  // wait for the work itself, not just for its launch
+    device.synchronize();  // wait for the work itself, not just for its launch
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
 
