@@ -1,0 +1,404 @@
+#include "experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "common/device.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "common/format.h"
+#include "common/gpt.h"
+#include "common/memory.h"
+#include "common/timer.h"
+#include "datasets/data_files.h"
+#include "datasets/data_loader.h"
+#include "datasets/gpt2_tokenizer.h"
+#include "feeding.h"
+#include "op_cost.h"
+#include "plot.h"
+#include "roofline.h"
+#include "trace.h"
+
+namespace lab07 {
+
+namespace gpt = speedlabs::gpt;
+using nlohmann::json;
+using speedlabs::fixed;
+
+namespace {
+
+// Elementwise ops count as memory-bound when they sit left of the ridge and reach under this share of
+// the matmul peak: far from the compute roof, so more FLOP/s cannot be what limits them.
+constexpr double kFarBelowPeak = 0.25;
+// The issue's goal for the per-op cost: C++ at least this many times cheaper than Python eager.
+constexpr double kOpCostGoal = 2.0;
+// Prefetching must save at least this share of the loading time per step.
+constexpr double kMinHiddenShare = 0.5;
+// The ops' self times add up to the step; the profiler's own bookkeeping between events is the rest.
+constexpr double kShareSumSlack = 1.01;
+constexpr int kShownOps = 5;
+
+double gflops(double flops) { return flops / 1e9; }
+
+std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
+
+void part(const std::string& title) { std::cout << "\n== " << title << "\n" << std::flush; }
+
+// --- 1. the trace -------------------------------------------------------------------------------------
+
+struct TraceOutcome {
+  StepProfile profile;
+  double step_ms = 0;  // median step time without the profiler
+};
+
+TraceOutcome trace_one_step(const Config& config, const gpt::GPTConfig& model_config,
+                            const std::vector<int32_t>& tokens, const c10::Device& device) {
+  torch::manual_seed(42);
+  gpt::GPT model(model_config);
+  model->to(device);
+  auto optimizer = gpt::make_adamw(model, config.lr);
+  datasets::DataLoaderLite loader(tokens, config.batch, config.seq);
+  const auto step = [&] {
+    const auto batch = loader.next_batch();
+    return train_step(model, optimizer, batch.x.to(device), batch.y.to(device));
+  };
+  TraceOutcome outcome;
+  // The warm-up steps and the timed steps run before the profiler starts, so the trace holds one warm step.
+  outcome.step_ms = speedlabs::time_ms([&] { step(); }, device, {config.warmup, config.steps}).median_ms;
+  outcome.profile = profile_step(step, device, config.trace_path);
+  return outcome;
+}
+
+void print_profile(const StepProfile& profile, int top) {
+  std::cout << "profiled step: " << fixed(profile.step_ms, 2) << " ms (forward " << fixed(profile.range_ms.at("forward"), 2)
+            << ", backward " << fixed(profile.range_ms.at("backward"), 2) << ", optimizer "
+            << fixed(profile.range_ms.at("optimizer"), 2) << "); " << profile.op_calls << " top-level op calls\n";
+  std::cout << "  " << std::left << std::setw(44) << "op (by self time)" << std::right << std::setw(7) << "calls"
+            << std::setw(11) << "self ms" << std::setw(9) << "share\n";
+  const auto rows = [&](const std::vector<OpTime>& ops) {
+    for (int i = 0; i < std::min<int>(top, static_cast<int>(ops.size())); ++i) {
+      const auto& op = ops[i];
+      std::cout << "  " << std::left << std::setw(44) << op.name.substr(0, 43) << std::right << std::setw(7)
+                << op.calls << std::setw(11) << fixed(op.self_ms, 3) << std::setw(8) << percent(op.share) << "\n";
+    }
+  };
+  rows(profile.ops);
+  if (!profile.kernels.empty()) {
+    std::cout << "  GPU kernels (by time):\n";
+    rows(profile.kernels);
+  }
+}
+
+bool trace_names_ranges(const std::string& path, std::string& what) {
+  try {
+    const auto trace = json::parse(speedlabs::read_file(path));
+    std::set<std::string> seen;
+    for (const auto& event : trace.at("traceEvents")) {
+      if (event.contains("name") && event["name"].is_string()) seen.insert(event["name"].get<std::string>());
+    }
+    for (const auto& range : step_ranges()) {
+      if (!seen.count(range)) {
+        what = "no '" + range + "' event";
+        return false;
+      }
+    }
+    what = std::to_string(trace.at("traceEvents").size()) + " events";
+    return true;
+  } catch (const std::exception& e) {
+    what = e.what();
+    return false;
+  }
+}
+
+void observe_trace(const Config& config, const TraceOutcome& outcome, const c10::Device& device,
+                   speedlabs::Report& report) {
+  const auto& profile = outcome.profile;
+  json counts = json::object();
+  bool once_each = profile.op_calls > 0;
+  for (const auto& range : step_ranges()) {
+    const int count = profile.range_count.count(range) ? profile.range_count.at(range) : 0;
+    counts[range] = count;
+    once_each = once_each && count == 1;
+  }
+  report.check("trace_has_step_ranges",
+               "the trace holds one step: the ranges forward, backward and optimizer once each (the warm-up "
+               "steps left out), with ops inside",
+               {{"ranges", counts}, {"top_level_ops", profile.op_calls}}, "each range exactly once", once_each);
+
+  double self_sum = 0;
+  json top = json::array();
+  for (const auto& op : profile.ops) self_sum += op.self_ms;
+  for (int i = 0; i < std::min<int>(kShownOps, static_cast<int>(profile.ops.size())); ++i) {
+    top.push_back({{"op", profile.ops[i].name}, {"self_ms", profile.ops[i].self_ms}, {"share", profile.ops[i].share}});
+  }
+  const double share_sum = profile.step_ms > 0 ? self_sum / profile.step_ms : 0;
+  report.check("top_ops_by_self_time",
+               "the ops ranked by self time (time in the op, not in the ops it calls); their self times add up to "
+               "at most the step",
+               {{"top", top}, {"all_ops_share_of_step", share_sum}}, "shares sum to <= 100%",
+               !profile.ops.empty() && share_sum > 0 && share_sum <= kShareSumSlack);
+
+  const std::string trace_claim = "the Chrome/Perfetto trace is written whole and names the step's ranges";
+  if (config.trace_path.empty()) {
+    report.not_applicable("trace_written", trace_claim, "a JSON trace with traceEvents", "no --trace PATH given", false);
+  } else {
+    std::string what;
+    const bool ok = trace_names_ranges(config.trace_path, what);
+    report.check("trace_written", trace_claim, {{"path", config.trace_path}, {"found", what}},
+                 "a JSON trace with traceEvents", ok);
+  }
+
+  const std::string kernel_claim = "on a GPU the trace also holds the CUDA kernels the step launched";
+  if (device.is_cuda()) {
+    report.check("gpu_kernels_in_trace", kernel_claim, profile.cuda_kernels, "> 0 kernels", profile.cuda_kernels > 0);
+  } else {
+    report.not_applicable("gpu_kernels_in_trace", kernel_claim, "> 0 kernels", "runs on " + device.str() + ", no GPU");
+  }
+}
+
+// --- 2. the cost of one op ----------------------------------------------------------------------------
+
+void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c10::Device& device,
+                     speedlabs::Report& report) {
+  OpCostOptions options{config.op_calls, config.op_repeats, 2};
+  const OpCost cpp = measure_op_cost_cpp(device, options);
+  std::cout << "C++:    add " << fixed(cpp.add_us, 2) << " us/op, linear " << fixed(cpp.linear_us, 2) << " us/op\n";
+  report.check("op_overhead_cpp_us", "host time of one tiny op from C++ (1-element add; 8x64 by 64x64 linear)",
+               {{"add", cpp.add_us}, {"linear", cpp.linear_us}}, "a few microseconds (reported)",
+               cpp.add_us > 0 && cpp.linear_us > 0, false);
+
+  std::string failure = config.python.empty() ? "no Python with torch (--python, or SPEEDLABS_PYTHON at configure time)" : "";
+  std::optional<OpCost> python;
+  if (!config.python.empty()) python = measure_op_cost_python(config.python, device, options, failure);
+  const std::string python_claim = "host time of the same ops from Python eager, in the same run";
+  const std::string ratio_claim = "Python eager's cost per op over C++'s (the goal: C++ at least 2x cheaper)";
+  if (python) {
+    std::cout << "Python: add " << fixed(python->add_us, 2) << " us/op, linear " << fixed(python->linear_us, 2)
+              << " us/op\n";
+    report.check("op_overhead_python_us", python_claim, {{"add", python->add_us}, {"linear", python->linear_us}},
+                 "more than C++ (reported)", python->add_us > cpp.add_us, false);
+    const double add_ratio = python->add_us / cpp.add_us;
+    const double linear_ratio = python->linear_us / cpp.linear_us;
+    report.check("op_overhead_python_over_cpp", ratio_claim, {{"add", add_ratio}, {"linear", linear_ratio}},
+                 ">= " + fixed(kOpCostGoal, 0) + "x (a goal, reported)", std::min(add_ratio, linear_ratio) >= kOpCostGoal,
+                 false);
+  } else {
+    std::cout << "Python: not measured: " << failure << "\n";
+    report.not_applicable("op_overhead_python_us", python_claim, "more than C++ (reported)", failure, false);
+    report.not_applicable("op_overhead_python_over_cpp", ratio_claim, ">= 2x (a goal, reported)", failure, false);
+  }
+
+  const auto& profile = outcome.profile;
+  const double overhead_ms = static_cast<double>(profile.op_calls) * cpp.add_us / 1e3;
+  const double share = overhead_ms / outcome.step_ms;
+  std::cout << "a step: " << profile.op_calls << " top-level ops x " << fixed(cpp.add_us, 2) << " us = "
+            << fixed(overhead_ms, 2) << " ms of " << fixed(outcome.step_ms, 2) << " ms (" << percent(share)
+            << "): the step is " << (share > 0.5 ? "launch-bound" : "bound by the ops' own work") << "\n";
+  report.check("step_host_overhead_share",
+               "ops per step (counted in the trace) x the C++ cost of a tiny op, as a share of the measured step",
+               {{"ops_per_step", profile.op_calls}, {"us_per_op", cpp.add_us}, {"overhead_ms", overhead_ms},
+                {"step_ms", outcome.step_ms}, {"share", share}},
+               "a share of the step, < 100% (reported)", share > 0 && share < 1, false);
+}
+
+// --- 3. the roofline ----------------------------------------------------------------------------------
+
+void print_roofline(const Peaks& peaks, const std::vector<OpPoint>& points) {
+  std::cout << "peaks: fp32 matmul " << fixed(gflops(peaks.fp32_flops), 1) << " GFLOP/s, bf16 matmul "
+            << fixed(gflops(peaks.bf16_flops), 1) << " GFLOP/s; copy " << fixed(peaks.copy_bytes / 1e9, 1)
+            << " GB/s, triad " << fixed(peaks.triad_bytes / 1e9, 1) << " GB/s; ridge "
+            << fixed(peaks.ridge(), 2) << " FLOP/byte\n";
+  std::cout << "  " << std::left << std::setw(16) << "op" << std::right << std::setw(12) << "FLOP/byte" << std::setw(11)
+            << "ms" << std::setw(12) << "GFLOP/s" << std::setw(10) << "GB/s" << std::setw(12) << "% of roof"
+            << "  bound\n";
+  for (const auto& p : points) {
+    std::cout << "  " << std::left << std::setw(16) << p.id << std::right << std::setw(12) << fixed(p.intensity(), 2)
+              << std::setw(11) << fixed(p.ms, 3) << std::setw(12) << fixed(gflops(p.achieved_flops()), 2)
+              << std::setw(10) << fixed(p.achieved_bytes() / 1e9, 2) << std::setw(11)
+              << fixed(100 * p.achieved_flops() / attainable_flops(peaks, p.intensity()), 1) << "%  "
+              << (p.intensity() < peaks.ridge() ? "memory" : "compute") << "\n";
+  }
+}
+
+void observe_roofline(const Peaks& peaks, const std::vector<OpPoint>& points, speedlabs::Report& report) {
+  report.check("peak_matmul_flops", "the compute roof: FLOP/s of a large matmul, float32 and bfloat16",
+               {{"fp32", peaks.fp32_flops}, {"bf16", peaks.bf16_flops}}, "> 0 (reported)", peaks.fp32_flops > 0, false);
+  report.check("peak_bandwidth", "the memory roof: bytes/s of a large copy and of a triad (a = b + s*c)",
+               {{"copy", peaks.copy_bytes}, {"triad", peaks.triad_bytes}, {"ridge_flop_per_byte", peaks.ridge()}},
+               "> 0 (reported)", peaks.bandwidth() > 0, false);
+  json elementwise = json::object();
+  bool all_memory_bound = true;
+  for (const auto& p : points) {
+    const bool memory_side = p.intensity() < peaks.ridge();
+    const double of_peak = p.achieved_flops() / peaks.fp32_flops;
+    report.check("roofline_" + p.id, p.what + ": where it sits on the roofline",
+                 {{"flop_per_byte", p.intensity()}, {"ms", p.ms}, {"gflop_per_s", gflops(p.achieved_flops())},
+                  {"gb_per_s", p.achieved_bytes() / 1e9}, {"share_of_fp32_peak", of_peak},
+                  {"share_of_bandwidth", p.achieved_bytes() / peaks.bandwidth()},
+                  {"bound", memory_side ? "memory" : "compute"}},
+                 "its measured rate (reported)", p.ms > 0, false);
+    if (!p.elementwise) continue;
+    const bool memory_bound = memory_side && of_peak < kFarBelowPeak;
+    all_memory_bound = all_memory_bound && memory_bound;
+    elementwise[p.id] = {{"flop_per_byte", p.intensity()}, {"share_of_fp32_peak", of_peak},
+                         {"share_of_bandwidth", p.achieved_bytes() / peaks.bandwidth()}};
+  }
+  report.check("elementwise_ops_are_memory_bound",
+               "GELU, layer norm, softmax and the AdamW update do a few FLOPs per byte: they sit left of the ridge "
+               "and reach a small share of the matmul peak, so memory traffic, not arithmetic, sets their time",
+               elementwise,
+               "each: intensity < ridge (" + fixed(peaks.ridge(), 2) + " FLOP/byte) and < " +
+                   percent(kFarBelowPeak) + " of the fp32 peak",
+               all_memory_bound);
+}
+
+// --- 4. keeping the device fed ------------------------------------------------------------------------
+
+void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlabs::Report& report) {
+  const double saved_ms = feed.sync_step_ms - feed.prefetch_step_ms;
+  std::cout << "loading: " << fixed(feed.load_ms, 2) << " ms/batch; median step with the loading inside "
+            << fixed(feed.sync_step_ms, 2) << " ms, prefetched " << fixed(feed.prefetch_step_ms, 2)
+            << " ms (waited " << fixed(feed.wait_ms, 3) << " ms in next()); saved " << fixed(saved_ms, 2)
+            << " ms/step; " << feed.torch_threads << " training thread(s) of " << feed.cores << " cores, "
+            << fixed(feed.free_cores, 2) << " free for this run\n";
+  report.check("loader_cost_ms", "preparing one batch (tokenizing its documents) costs real time",
+               {{"ms_per_batch", feed.load_ms}, {"share_of_sync_step", feed.load_ms / feed.sync_step_ms}},
+               "> 0 (reported)", feed.load_ms > 0, false);
+  report.check("prefetch_same_batches", "the prefetched steps train on exactly the batches the maker gives for their numbers, in order",
+               feed.same_batches, "true", feed.same_batches);
+  const std::string claim =
+      "prefetching on a background thread hides the loading: the prefetched loop is faster per step by at least "
+      "half the loading time";
+  const std::string expected = "saved >= " + fixed(kMinHiddenShare, 1) + " x loading time";
+  // Two threads racing each other only shows what it should when both can run at once.
+  constexpr double kMinFreeCores = 1.5;
+  if (feed.cores < 2 || feed.free_cores < kMinFreeCores) {
+    report.not_applicable("prefetch_hides_loading", claim, expected,
+                          feed.cores < 2 ? "this machine has " + std::to_string(feed.cores) +
+                                               " core: the worker can only take turns with the training step"
+                                         : "this machine has " + std::to_string(feed.cores) +
+                                               " cores, but two threads of this run got only " +
+                                               fixed(feed.free_cores, 2) +
+                                               " of them at once (other work on the machine): the worker had "
+                                               "no core of its own; measured saved " +
+                                               fixed(saved_ms, 2) + " ms of " + fixed(feed.load_ms, 2) + " ms loading");
+  } else {
+    report.check("prefetch_hides_loading", claim,
+                 {{"sync_ms", feed.sync_step_ms}, {"prefetch_ms", feed.prefetch_step_ms}, {"load_ms", feed.load_ms},
+                  {"saved_ms", saved_ms}, {"hidden_share", saved_ms / feed.load_ms}, {"cores", feed.cores},
+                  {"free_cores", feed.free_cores}},
+                 expected, saved_ms >= kMinHiddenShare * feed.load_ms);
+  }
+  const std::string pinned_claim = "on a GPU the loader's batches are in pinned memory (non_blocking copies)";
+  if (device.is_cuda()) {
+    report.check("batches_pinned", pinned_claim, feed.all_pinned, "true", feed.all_pinned);
+  } else {
+    report.not_applicable("batches_pinned", pinned_claim, "true", "runs on " + device.str() + ", no GPU");
+  }
+}
+
+// --- charts -------------------------------------------------------------------------------------------
+
+void plot(const Config& config, const StepProfile& profile, const Peaks& peaks, const std::vector<OpPoint>& points,
+          const std::string& title) {
+  std::ostringstream top;
+  for (int i = 0; i < std::min<int>(config.top, static_cast<int>(profile.ops.size())); ++i) {
+    std::string name = profile.ops[i].name;
+    std::replace(name.begin(), name.end(), '"', '\'');
+    top << '"' << name << "\" " << 100 * profile.ops[i].share << ' ' << profile.ops[i].self_ms << ' '
+        << profile.ops[i].calls << "\n";
+  }
+  std::ostringstream roof;
+  for (const auto& p : points) roof << '"' << p.id << "\" " << p.intensity() << ' ' << p.achieved_flops() << "\n";
+  std::string failure;
+  for (const auto& [script, name, data, args] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::vector<std::string>>>{
+           {"top_ops.gp", "lab07_top_ops", top.str(), {"Top ops by self time, one training step: " + title}},
+           {"roofline.gp", "lab07_roofline", roof.str(),
+            {std::to_string(peaks.fp32_flops), std::to_string(peaks.bandwidth()),
+             std::to_string(peaks.bf16_flops > peaks.fp32_flops ? peaks.bf16_flops : 0.0),  // a roof only where faster
+             "Roofline, measured: " + title}}}) {
+    const std::string svg = plot_svg(script, config.plots_dir, name, data, args, failure);
+    std::cout << (svg.empty() ? "no chart: " + failure : "chart written to " + svg) << "\n";
+  }
+}
+
+}  // namespace
+
+Config quick_config() {
+  Config config;
+  config.warmup = 1;
+  config.steps = 3;
+  config.op_calls = 500;
+  config.op_repeats = 5;
+  config.matmul_size = 512;
+  config.stream_mib = 64;
+  config.feed_steps = 8;
+  return config;
+}
+
+void adapt_to_gpu(Config& config) {
+  config.batch = 16;
+  config.seq = 256;
+  config.op_calls = 5000;
+  config.matmul_size = 8192;
+  config.stream_mib = 1024;
+  config.feed_steps = 20;
+  config.doc_kib = 4;
+}
+
+void run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  const auto model_config = gpt::GPTConfig::by_name(config.model);
+  if (config.seq > model_config.block_size) {
+    throw speedlabs::UsageError("--seq " + std::to_string(config.seq) + " is longer than the model's block size " +
+                                std::to_string(model_config.block_size));
+  }
+  const auto data_dir = datasets::resolve_data_dir(config.data_dir);
+  const auto tokens = datasets::load_shakespeare_tokens(data_dir).ids;
+  const std::string title = config.model + ", B=" + std::to_string(config.batch) + ", T=" +
+                            std::to_string(config.seq) + ", " + speedlabs::describe(device);
+  std::cout << "lab 07: " << title << "\n";
+  // A CPU step that hands its big buffers back to the kernel page-faults them in again every step (lab 06):
+  // the trace would show the faults, not the ops. The Python child inherits the same policy.
+  std::cout << speedlabs::keep_freed_host_memory() << "\n";
+
+  part("1. a profiler trace of one training step (warm-up " + std::to_string(config.warmup) + " steps, timed " +
+       std::to_string(config.steps) + ", then one profiled)");
+  const TraceOutcome outcome = trace_one_step(config, model_config, tokens, device);
+  if (!std::isfinite(outcome.profile.loss)) throw speedlabs::RuntimeFailure("the profiled step's loss is not finite");
+  std::cout << "median step without the profiler: " << fixed(outcome.step_ms, 2) << " ms\n";
+  print_profile(outcome.profile, config.top);
+  if (!config.trace_path.empty()) {
+    std::cout << "trace written to " << config.trace_path << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
+  observe_trace(config, outcome, device, report);
+
+  part("2. the cost of one op, C++ and Python eager");
+  observe_op_cost(config, outcome, device, report);
+
+  part("3. the roofline of this machine");
+  const speedlabs::TimingOptions timing{config.warmup, std::max(3, config.steps)};
+  const Peaks peaks = measure_peaks(device, config.matmul_size, config.stream_mib, timing);
+  const auto points = measure_step_ops(model_config, config.batch, config.seq, device, timing);
+  print_roofline(peaks, points);
+  observe_roofline(peaks, points, report);
+
+  part("4. keeping the device fed: loading inside the loop vs a prefetching loader");
+  const auto tokenizer = datasets::GPT2Tokenizer::load(data_dir);
+  const DocumentBatches batches(tokenizer, speedlabs::read_file(datasets::require_file(data_dir, datasets::kShakespearePath).string()),
+                                config.batch, config.seq, config.doc_kib * 1024, device.is_cuda());
+  const FeedResult feed = compare_loaders(batches, model_config, config.lr, config.warmup, config.feed_steps,
+                                          config.prefetch, device);
+  observe_feeding(feed, device, report);
+
+  if (!config.plots_dir.empty()) plot(config, outcome.profile, peaks, points, title);
+}
+
+}  // namespace lab07

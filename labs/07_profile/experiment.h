@@ -1,0 +1,57 @@
+/// @file labs/07_profile/experiment.h
+/// @brief Lab 07: where a training step's time goes. A profiler trace of one GPT-2 step, the host cost
+/// of one op in C++ and in Python, the roofline of this machine with the step's ops on it, and a loader
+/// that keeps the device fed.
+#pragma once
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <string>
+
+#include "common/observations.h"
+
+namespace lab07 {
+
+/// The experiment's knobs; the defaults suit a CPU (main.cpp picks larger sizes on a GPU).
+struct Config {
+  std::string model = "tiny";   ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
+  int64_t batch = 4;            ///< B of the profiled step and of the loader's batches
+  int64_t seq = 64;             ///< T
+  double lr = 6e-4;             ///< AdamW learning rate
+  int warmup = 2;               ///< steps before anything is measured (allocation, caches, kernel choice)
+  int steps = 5;                ///< timed steps (without the profiler); the step time is their median
+  int top = 12;                 ///< ops printed and plotted, by self time
+  std::string trace_path;       ///< --trace: the Chrome/Perfetto trace JSON of the profiled step ("" = none)
+  std::string plots_dir;        ///< --plots: lab07_top_ops.svg and lab07_roofline.svg ("" = none)
+  std::string python;           ///< Python with torch for the per-op cost ("" = C++ only)
+  int op_calls = 2000;          ///< tiny ops per timed repeat (per-op cost = repeat time / calls)
+  int op_repeats = 7;           ///< timed repeats of op_calls (median)
+  int64_t matmul_size = 1024;   ///< n of the n x n x n matmuls that measure the peak FLOP/s
+  int64_t stream_mib = 256;     ///< MiB per array of the copy and triad that measure the bandwidth
+  int feed_steps = 12;          ///< timed training steps of each way of feeding the loop
+  int64_t doc_kib = 64;         ///< KiB of text the loader tokenizes for each sequence of a batch
+  int64_t prefetch = 2;         ///< capacity of the prefetching loader's queue
+  std::string data_dir;         ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
+};
+
+/// --quick: fewer steps and repeats, a smaller matmul and stream (seconds on a CPU).
+Config quick_config();
+
+/// Larger sizes for a GPU: B=16, T=256, an 8192 matmul, 1 GiB streams, more tiny-op calls, and 4 KiB
+/// documents (a GPU step takes milliseconds: one worker keeps up only with a loader that costs less).
+/// @param config the configuration to adapt (flags given explicitly are set afterwards by main)
+void adapt_to_gpu(Config& config);
+
+/// Runs the four parts on @p device and records the observations:
+/// trace_has_step_ranges, trace_written (with --trace), top_op_shares_sum_to_step, gpu_kernels_in_trace;
+/// op_overhead_cpp_us, op_overhead_python_us, op_overhead_python_over_cpp, step_host_overhead_share;
+/// peak_matmul_flops, peak_bandwidth, roofline_<op> for each op, elementwise_ops_are_memory_bound,
+/// matmuls_are_compute_bound; loader_cost_ms, prefetch_same_batches, prefetch_hides_loading,
+/// batches_pinned (GPU).
+/// Throws speedlabs::RuntimeFailure when the data is missing or a loss is not finite.
+/// @param config the run
+/// @param device where to train and measure
+/// @param report receives the observations
+void run(const Config& config, const c10::Device& device, speedlabs::Report& report);
+
+}  // namespace lab07

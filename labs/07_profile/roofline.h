@@ -1,0 +1,69 @@
+/// @file labs/07_profile/roofline.h
+/// @brief The roofline of this machine, measured: peak matmul FLOP/s and memory bandwidth, and the
+/// training step's main ops placed under it by their arithmetic intensity and achieved rate.
+#pragma once
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/gpt.h"
+#include "common/timer.h"
+
+namespace lab07 {
+
+/// The two roofs, as measured here.
+struct Peaks {
+  double fp32_flops = 0;    ///< n^3 float32 matmul: 2 n^3 / time
+  double bf16_flops = 0;    ///< the same in bfloat16 (0 when not measured)
+  double copy_bytes = 0;    ///< bytes/s of dst.copy_(src): 2 arrays' bytes per element
+  double triad_bytes = 0;   ///< bytes/s of a = b + s * c: 3 arrays' bytes per element
+  /// The memory roof: the faster of the copy and the triad.
+  double bandwidth() const { return copy_bytes > triad_bytes ? copy_bytes : triad_bytes; }
+  /// The intensity (FLOP per byte) where the float32 roof meets the memory roof.
+  double ridge() const { return bandwidth() > 0 ? fp32_flops / bandwidth() : 0; }
+};
+
+/// Measures the roofs: an @p matmul_size cubed matmul in float32 and bfloat16, a copy and a triad of
+/// @p stream_mib MiB arrays, each timed with warm-up and repeats (median).
+/// @param device      where to measure
+/// @param matmul_size n of the n x n x n matmul
+/// @param stream_mib  MiB per array of the streams (far larger than the caches, so they reach memory)
+/// @param timing      warm-up and repeats
+Peaks measure_peaks(const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
+                    const speedlabs::TimingOptions& timing);
+
+/// One op of the step, run alone at the step's shapes.
+struct OpPoint {
+  std::string id;           ///< "matmul_mlp", "gelu", ... (the observation is roofline_<id>)
+  std::string what;         ///< the op and its shape, in words
+  bool elementwise = false; ///< a few FLOPs per element read and written (no data reuse)
+  double flops = 0;         ///< floating-point operations of one call (the convention is in the .cpp)
+  double bytes = 0;         ///< the fewest bytes one call must read and write
+  double ms = 0;            ///< median time of one call
+  /// FLOP per byte.
+  double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+  /// FLOP/s achieved.
+  double achieved_flops() const { return ms > 0 ? flops / (ms / 1e3) : 0; }
+  /// Bytes/s achieved (of the fewest bytes).
+  double achieved_bytes() const { return ms > 0 ? bytes / (ms / 1e3) : 0; }
+};
+
+/// Times the step's main ops alone at the step's shapes (float32, no autograd): the MLP's first matmul,
+/// the lm_head matmul, GELU, layer norm, the log-softmax of the logits (cross-entropy's softmax) and one
+/// AdamW update of all the model's parameters.
+/// @param model_config the model's size
+/// @param batch        B
+/// @param seq          T
+/// @param device       where to run
+/// @param timing       warm-up and repeats
+std::vector<OpPoint> measure_step_ops(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
+                                      const c10::Device& device, const speedlabs::TimingOptions& timing);
+
+/// The performance an op of @p intensity can reach under the float32 roofs: min(peak, intensity x bandwidth).
+/// @param peaks     the measured roofs
+/// @param intensity FLOP per byte
+double attainable_flops(const Peaks& peaks, double intensity);
+
+}  // namespace lab07

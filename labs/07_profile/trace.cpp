@@ -1,0 +1,164 @@
+#include "trace.h"
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <unordered_map>
+
+#include "common/device.h"
+#include "common/errors.h"
+
+namespace lab07 {
+
+namespace profiler = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x,
+                         const torch::Tensor& y) {
+  // The minimal step on purpose; lab 05's training-step exercise is meant to take its place.
+  torch::Tensor loss;
+  {
+    RECORD_USER_SCOPE("forward");
+    loss = model->forward(x, y).loss;
+  }
+  {
+    RECORD_USER_SCOPE("backward");
+    loss.backward();
+  }
+  {
+    RECORD_USER_SCOPE("optimizer");
+    optimizer.step();
+    optimizer.zero_grad();
+  }
+  return loss.detach();
+}
+
+namespace {
+
+// One event of the trace, reduced to what the tables need.
+struct Span {
+  std::string name;
+  uint64_t start_ns = 0, end_ns = 0;
+  bool user_range = false;
+  double self_ns = 0;
+  bool inside_aten = false;  // an aten op encloses it
+};
+
+bool is_aten(const std::string& name) { return name.rfind("aten::", 0) == 0; }
+
+// Self time and nesting per host thread: events on one thread nest like a call stack, so an event's
+// self time is its duration minus that of the events directly inside it.
+void nest(std::vector<Span>& spans) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  std::vector<Span*> stack;
+  for (Span& span : spans) {
+    while (!stack.empty() && stack.back()->end_ns <= span.start_ns) stack.pop_back();
+    span.self_ns = static_cast<double>(span.end_ns - span.start_ns);
+    if (!stack.empty()) {
+      stack.back()->self_ns -= span.self_ns;
+      span.inside_aten = stack.back()->inside_aten || is_aten(stack.back()->name);
+    }
+    stack.push_back(&span);
+  }
+}
+
+// Sums by name, largest first, with each total's share of the step.
+std::vector<OpTime> rank(const std::unordered_map<std::string, OpTime>& by_name, double step_ms) {
+  std::vector<OpTime> ranked;
+  for (const auto& [name, op] : by_name) ranked.push_back(op);
+  for (auto& op : ranked) op.share = step_ms > 0 ? op.self_ms / step_ms : 0;
+  std::sort(ranked.begin(), ranked.end(), [](const OpTime& a, const OpTime& b) { return a.self_ms > b.self_ms; });
+  return ranked;
+}
+
+// Saves the trace next to its destination under a temporary name, then renames it into place, so a
+// reader never sees half a trace (common/files' rule, for a file that libtorch writes itself).
+void save_atomically(profiler::ProfilerResult& result, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path temporary = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(getpid()));
+  std::error_code error;
+  try {
+    result.save(temporary.string());
+  } catch (const std::exception& e) {
+    fs::remove(temporary, error);
+    throw speedlabs::RuntimeFailure("cannot write the trace '" + path + "': " + e.what());
+  }
+  fs::rename(temporary, target, error);
+  if (error || !fs::exists(target)) {
+    fs::remove(temporary, error);
+    throw speedlabs::RuntimeFailure("cannot write the trace '" + path + "'");
+  }
+}
+
+}  // namespace
+
+StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::Device& device,
+                         const std::string& trace_path) {
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
+  torch::Tensor loss;
+  try {
+    loss = step();
+    speedlabs::synchronize(device);  // the step's kernels finish inside the profiled window
+  } catch (...) {
+    profiler::disableProfiler();
+    throw;
+  }
+  const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
+  StepProfile profile;
+  profile.loss = loss.item<double>();
+
+  std::map<uint64_t, std::vector<Span>> host_threads;
+  uint64_t first_ns = UINT64_MAX, last_ns = 0;
+  std::unordered_map<std::string, OpTime> kernels;
+  for (const auto& event : result->events()) {
+    if (event.deviceType() != c10::DeviceType::CPU) {  // a GPU activity: kernel, copy or fill
+      auto& kernel = kernels[event.name()];
+      kernel.name = event.name();
+      kernel.calls += 1;
+      kernel.self_ms += static_cast<double>(event.durationNs()) / 1e6;
+      continue;
+    }
+    Span span{event.name(), event.startNs(), event.endNs(),
+              event.scope() == static_cast<uint8_t>(at::RecordScope::USER_SCOPE)};
+    if (span.user_range) {
+      profile.range_ms[span.name] += static_cast<double>(span.end_ns - span.start_ns) / 1e6;
+      profile.range_count[span.name] += 1;
+      first_ns = std::min(first_ns, span.start_ns);
+      last_ns = std::max(last_ns, span.end_ns);
+    }
+    host_threads[event.startThreadId()].push_back(std::move(span));
+  }
+  profile.step_ms = last_ns > first_ns ? static_cast<double>(last_ns - first_ns) / 1e6 : 0;
+
+  std::unordered_map<std::string, OpTime> ops;
+  for (auto& [thread, spans] : host_threads) {
+    nest(spans);
+    for (const Span& span : spans) {
+      if (span.user_range) continue;
+      auto& op = ops[span.name];
+      op.name = span.name;
+      op.calls += 1;
+      op.self_ms += span.self_ns / 1e6;
+      if (is_aten(span.name) && !span.inside_aten) profile.op_calls += 1;
+    }
+  }
+  profile.ops = rank(ops, profile.step_ms);
+  profile.kernels = rank(kernels, profile.step_ms);
+  for (const auto& kernel : profile.kernels) profile.cuda_kernels += kernel.calls;
+  if (!trace_path.empty()) save_atomically(*result, trace_path);
+  return profile;
+}
+
+}  // namespace lab07
