@@ -67,7 +67,7 @@ TraceOutcome trace_one_step(const Config& config, const gpt::GPTConfig& model_co
   datasets::DataLoaderLite loader(tokens, config.batch, config.seq);
   const auto step = [&] {
     const auto batch = loader.next_batch();
-    return train_step(model, optimizer, batch.x.to(device), batch.y.to(device));
+    return ranged_train_step(model, optimizer, batch.x.to(device), batch.y.to(device));
   };
   TraceOutcome outcome;
   // The warm-up steps and the timed steps run before the profiler starts, so the trace holds one warm step.

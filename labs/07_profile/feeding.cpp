@@ -128,7 +128,7 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
     // From pinned memory the copy is asynchronous: the host goes on while the device copies.
     const auto x = batch.x.to(device, /*non_blocking=*/true);
     const auto y = batch.y.to(device, /*non_blocking=*/true);
-    losses.push_back(train_step(model, optimizer, x, y));
+    losses.push_back(ranged_train_step(model, optimizer, x, y));
     speedlabs::synchronize(device);  // each step timed whole
   };
 

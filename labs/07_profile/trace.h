@@ -26,8 +26,8 @@ inline const std::vector<std::string>& step_ranges() {
 /// @param x         (B, T) input ids on the model's device
 /// @param y         (B, T) target ids on the model's device
 /// @return the loss, detached (a 0-dim tensor on the device)
-torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x,
-                         const torch::Tensor& y);
+torch::Tensor ranged_train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer,
+                                const torch::Tensor& x, const torch::Tensor& y);
 
 /// One op name's share of the profiled step.
 struct OpTime {

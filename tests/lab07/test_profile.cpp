@@ -64,7 +64,7 @@ struct TinyRun {
     x = torch::randint(config.vocab_size, {2, 16}, torch::kLong);
     y = torch::randint(config.vocab_size, {2, 16}, torch::kLong);
   }
-  torch::Tensor step() { return lab07::train_step(model, *optimizer, x, y); }
+  torch::Tensor step() { return lab07::ranged_train_step(model, *optimizer, x, y); }
 };
 
 TEST(Lab07Trace, OneStepWithItsRangesOpsAndSelfTimes) {
