@@ -2,13 +2,8 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <string>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -80,27 +75,6 @@ bool reset_peak_rss() {
   clear_refs << "5";
   clear_refs.flush();
   return clear_refs.good();
-}
-
-std::string keep_freed_host_memory() {
-  constexpr const char* kMmapVariable = "MALLOC_MMAP_THRESHOLD_";
-  constexpr const char* kTrimVariable = "MALLOC_TRIM_THRESHOLD_";
-  if (std::getenv(kMmapVariable) || std::getenv(kTrimVariable)) {
-    return std::string("host allocator: as the environment sets it (") + kMmapVariable + " / " + kTrimVariable + ")";
-  }
-#if defined(__GLIBC__)
-  constexpr int kMmapThreshold = 32 << 20;  // buffers up to 32 MiB come from the heap and stay there
-  constexpr int kTrimThreshold = 1 << 30;   // the heap's free top is handed back only beyond 1 GiB
-  if (mallopt(M_MMAP_THRESHOLD, kMmapThreshold) != 1 || mallopt(M_TRIM_THRESHOLD, kTrimThreshold) != 1) {
-    return "host allocator: glibc defaults (mallopt refused the thresholds)";
-  }
-  setenv(kMmapVariable, std::to_string(kMmapThreshold).c_str(), 1);
-  setenv(kTrimVariable, std::to_string(kTrimThreshold).c_str(), 1);
-  return "host allocator: glibc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB), also for child "
-         "processes";
-#else
-  return "host allocator: the C library's defaults (not glibc)";
-#endif
 }
 
 }  // namespace speedlabs

@@ -18,6 +18,7 @@
 #include "common/format.h"
 #include "common/gpt.h"
 #include "common/grad_scaler.h"
+#include "common/host_memory.h"
 #include "common/memory.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
