@@ -1,0 +1,334 @@
+#include "experiment.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/SDPBackend.h>
+
+#include "attention_backward.h"
+#include "common/errors.h"
+#include "common/format.h"
+#include "common/host_memory.h"
+#include "common/process.h"
+#include "exercise.h"
+#include "gpu_comparison.h"
+#include "labs/05_gpt2/exercise.h"
+
+namespace lab09 {
+
+using speedlabs::fixed;
+
+Config quick_config() {
+  Config config;
+  config.seq_lengths = {64, 256, 512};
+  config.q_tile = 64;
+  config.kv_tile = 64;
+  config.repeats = 3;
+  config.backward_seq = 96;
+  return config;
+}
+
+std::string to_string(Method method) {
+  switch (method) {
+    case Method::written_out: return "written_out";
+    case Method::tiled: return "tiled";
+    case Method::sdpa: return "sdpa";
+  }
+  return "?";
+}
+
+const Measurement& SizeResult::of(Method method) const {
+  for (const auto& m : methods) {
+    if (m.method == method) return m;
+  }
+  throw std::out_of_range("lab09: no measurement of " + to_string(method) + " at T=" + std::to_string(seq));
+}
+
+std::string sdpa_kernel_name(const torch::Tensor& q) {
+  const auto choice = static_cast<at::SDPBackend>(at::_fused_sdp_choice(q, q, q, {}, 0.0, /*is_causal=*/true));
+  switch (choice) {
+    case at::SDPBackend::math: return "math (the written-out attention, composed of ATen ops)";
+    case at::SDPBackend::flash_attention: return "flash_attention (a tiled kernel with an online softmax)";
+    case at::SDPBackend::efficient_attention: return "efficient_attention (memory-efficient, tiled)";
+    case at::SDPBackend::cudnn_attention: return "cudnn_attention";
+    case at::SDPBackend::overrideable: return "overrideable (a backend's own kernel)";
+    case at::SDPBackend::error: break;
+  }
+  return "none fits these inputs";
+}
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// A one-line bar on stderr, redrawn with \r; only on a terminal, so logs and pipes stay clean.
+class ProgressBar {
+ public:
+  ProgressBar(bool wanted, int total) : enabled_(wanted && isatty(STDERR_FILENO)), total_(total) {}
+  void step(const std::string& label) {
+    ++done_;
+    if (enabled_) std::cerr << "\r\033[K  [" << done_ << "/" << total_ << "] " << label << std::flush;
+  }
+  void clear() {
+    if (enabled_) std::cerr << "\r\033[K" << std::flush;
+  }
+
+ private:
+  bool enabled_;
+  int total_;
+  int done_ = 0;
+};
+
+void stop_if_asked() {
+  if (speedlabs::stop_requested()) throw speedlabs::RuntimeFailure("interrupted: the measurements stop here");
+}
+
+torch::Tensor attention(Method method, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const Config& config) {
+  switch (method) {
+    case Method::written_out: return lab05::causal_attention(q, k, v);
+    case Method::tiled: return tiled_attention_forward(q, k, v, config.q_tile, config.kv_tile).out;
+    case Method::sdpa: return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
+  throw std::logic_error("lab09: unknown method");
+}
+
+// Peak host bytes one call allocates beyond what was live before it: its scores, temporaries and result.
+// (The counter sees tensor storage only: scratch space that oneDNN or MKL allocate on their own is not in it.)
+int64_t extra_peak_bytes(const std::function<void()>& call) {
+  const int64_t live_before = speedlabs::host_memory_stats().live_bytes;
+  speedlabs::reset_host_memory_peak();
+  call();
+  return speedlabs::host_memory_stats().peak_bytes - live_before;
+}
+
+double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+SizeResult measure_size(int64_t seq, const Config& config, ProgressBar& bar) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(config.seed + static_cast<uint64_t>(seq));
+  const auto q = torch::randn({config.batch, config.heads, seq, config.head_size});
+  const auto k = torch::randn_like(q);
+  const auto v = torch::randn_like(q);
+
+  SizeResult result;
+  result.seq = seq;
+  {
+    const auto tiled = attention(Method::tiled, q, k, v, config);
+    result.max_error_vs_written_out = max_abs_difference(tiled, attention(Method::written_out, q, k, v, config));
+    result.max_error_vs_sdpa = max_abs_difference(tiled, attention(Method::sdpa, q, k, v, config));
+  }
+  const c10::Device cpu(c10::kCPU);
+  for (const Method method : {Method::written_out, Method::tiled, Method::sdpa}) {
+    stop_if_asked();
+    bar.step("T=" + std::to_string(seq) + " " + to_string(method));
+    const auto call = [&] { attention(method, q, k, v, config); };
+    Measurement measurement;
+    measurement.method = method;
+    measurement.time = speedlabs::time_ms(call, cpu, {config.warmup, config.repeats});
+    measurement.extra_bytes = extra_peak_bytes(call);
+    result.methods.push_back(measurement);
+  }
+  return result;
+}
+
+// max |gradient of the tiled attention - autograd's through lab 05's written-out one| over dq, dk, dv.
+double backward_max_error(const Config& config) {
+  torch::manual_seed(config.seed);
+  const auto shape = std::vector<int64_t>{config.batch, config.heads, config.backward_seq, config.head_size};
+  const auto q = torch::randn(shape, torch::requires_grad());
+  const auto k = torch::randn(shape, torch::requires_grad());
+  const auto v = torch::randn(shape, torch::requires_grad());
+  const auto grad_out = torch::randn(shape);
+  const auto reference = torch::autograd::grad({lab05::causal_attention(q, k, v)}, {q, k, v}, {grad_out});
+  const auto tiled =
+      torch::autograd::grad({tiled_attention(q, k, v, config.q_tile, config.kv_tile)}, {q, k, v}, {grad_out});
+  double worst = 0;
+  for (size_t i = 0; i < reference.size(); ++i) worst = std::max(worst, max_abs_difference(tiled[i], reference[i]));
+  return worst;
+}
+
+std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / kMiB, 1); }
+
+void print_table(const Results& results) {
+  std::cout << "\n  causal attention, fp32 on the CPU; SDPA ran " << results.sdpa_cpu_kernel << "\n";
+  std::cout << "      T  method        median ms (min-max)        extra peak MiB   max |tiled - it|\n";
+  for (const auto& size : results.sizes) {
+    for (const auto& m : size.methods) {
+      std::ostringstream range;
+      range << fixed(m.time.median_ms, 2) << " (" << fixed(m.time.min_ms, 2) << "-" << fixed(m.time.max_ms, 2) << ")";
+      const std::string error = m.method == Method::written_out ? fixed(size.max_error_vs_written_out * 1e6, 2) + "e-6"
+                                : m.method == Method::sdpa      ? fixed(size.max_error_vs_sdpa * 1e6, 2) + "e-6"
+                                                                : "";
+      std::cout << std::setw(7) << size.seq << "  " << std::left << std::setw(12) << to_string(m.method)
+                << "  " << std::setw(26) << range.str() << std::right << std::setw(14)
+                << megabytes(m.extra_bytes) << "   " << error << "\n";
+    }
+  }
+  std::cout << "\n";
+}
+
+// log(extra(T2) / extra(T1)) / log(T2 / T1) between the two largest T: 1 for linear growth, 2 for quadratic.
+std::optional<double> growth_exponent(const Results& results, Method method) {
+  if (results.sizes.size() < 2) return std::nullopt;
+  const auto& small = results.sizes[results.sizes.size() - 2];
+  const auto& large = results.sizes.back();
+  const int64_t a = small.of(method).extra_bytes;
+  const int64_t b = large.of(method).extra_bytes;
+  if (a <= 0 || b <= 0) return std::nullopt;
+  return std::log(static_cast<double>(b) / static_cast<double>(a)) /
+         std::log(static_cast<double>(large.seq) / static_cast<double>(small.seq));
+}
+
+void observe(const Config& config, const Results& results, speedlabs::Report& report) {
+  const auto& largest = results.sizes.back();
+  const std::string at_largest = "T=" + std::to_string(largest.seq);
+
+  double worst_written = 0, worst_sdpa = 0;
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& size : results.sizes) {
+    worst_written = std::max(worst_written, size.max_error_vs_written_out);
+    worst_sdpa = std::max(worst_sdpa, size.max_error_vs_sdpa);
+    errors["T=" + std::to_string(size.seq)] = {{"vs_written_out", size.max_error_vs_written_out},
+                                               {"vs_sdpa", size.max_error_vs_sdpa}};
+  }
+  report.check("tiled_matches_reference",
+               "the tiled forward gives the written-out attention's output and SDPA's, at every T measured, with "
+               "tiles of " + std::to_string(config.q_tile) + " x " + std::to_string(config.kv_tile),
+               errors, "max |difference| <= " + fixed(kForwardTolerance * 1e6, 0) + "e-6 (float32 rounding)",
+               worst_written <= kForwardTolerance && worst_sdpa <= kForwardTolerance);
+
+  report.check("tiled_backward_matches_autograd",
+               "the backward from the log-sum-exp (scores recomputed tile by tile) gives autograd's gradients "
+               "through the written-out attention, at T=" + std::to_string(config.backward_seq),
+               {{"max_abs_error", results.backward_max_error}},
+               "max |difference| over dq, dk, dv <= " + fixed(kBackwardTolerance * 1e6, 0) + "e-6",
+               results.backward_max_error <= kBackwardTolerance);
+
+  const std::string memory_claim =
+      "the tiled forward's extra peak memory grows like T (exponent near 1 or below), the written-out one's "
+      "like T^2 (exponent near 2), between the two largest T";
+  const std::string memory_rule = "tiled exponent <= " + fixed(kLinearExponentLimit, 1) +
+                                  " and written-out exponent >= " + fixed(kQuadraticExponentFloor, 1);
+  const auto tiled_exponent = growth_exponent(results, Method::tiled);
+  const auto written_exponent = growth_exponent(results, Method::written_out);
+  if (!tiled_exponent || !written_exponent) {
+    report.not_applicable("tiled_peak_memory_linear_in_T", memory_claim, memory_rule,
+                          "needs two sequence lengths, each with a measured peak above 0");
+  } else {
+    report.check("tiled_peak_memory_linear_in_T", memory_claim,
+                 {{"tiled_exponent", *tiled_exponent}, {"written_out_exponent", *written_exponent}}, memory_rule,
+                 *tiled_exponent <= kLinearExponentLimit && *written_exponent >= kQuadraticExponentFloor);
+  }
+
+  const double ratio = largest.of(Method::tiled).time.median_ms / largest.of(Method::sdpa).time.median_ms;
+  report.check("tiled_vs_sdpa_time",
+               "time of the tiled forward over libtorch's SDPA (" + results.sdpa_cpu_kernel + ") at " + at_largest,
+               {{"T", largest.seq},
+                {"tiled_ms", largest.of(Method::tiled).time.median_ms},
+                {"sdpa_ms", largest.of(Method::sdpa).time.median_ms},
+                {"ratio", ratio}},
+               "reported; the goal is at most 2x at T=4096", ratio <= 2.0, /*must_hold=*/false);
+
+  const int64_t written_bytes = largest.of(Method::written_out).extra_bytes;
+  const int64_t tiled_bytes = largest.of(Method::tiled).extra_bytes;
+  report.check("written_out_vs_tiled_memory_at_4096",
+               "extra peak memory of the written-out attention over the tiled one at " + at_largest +
+                   (largest.seq == 4096 ? "" : " (the largest T of this run; the full run measures 4096)"),
+               {{"T", largest.seq},
+                {"written_out_MiB", static_cast<double>(written_bytes) / kMiB},
+                {"tiled_MiB", static_cast<double>(tiled_bytes) / kMiB},
+                {"ratio", static_cast<double>(written_bytes) / static_cast<double>(std::max<int64_t>(tiled_bytes, 1))}},
+               "reported", true, /*must_hold=*/false);
+}
+
+// Gnuplot's datablock: one line per T, then each method's median time and extra peak MiB.
+std::string plot_data(const Results& results) {
+  std::ostringstream data;
+  data << "$data << EOD\n";
+  for (const auto& size : results.sizes) {
+    data << size.seq;
+    for (const Method method : {Method::written_out, Method::tiled, Method::sdpa}) {
+      const auto& m = size.of(method);
+      data << " " << m.time.median_ms << " " << static_cast<double>(m.extra_bytes) / kMiB;
+    }
+    data << "\n";
+  }
+  data << "EOD\n";
+  return data.str();
+}
+
+}  // namespace
+
+bool write_plot(const Results& results, const std::string& directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  const std::string path = (std::filesystem::path(directory) / "lab09_attention_vs_T.svg").string();
+  // The script comes on stdin; the output path travels as ARG1 (gnuplot -c), data, never script text.
+  const std::string script = plot_data(results) + R"gnuplot(
+set terminal svg size 1000,420 dynamic font "sans,12" background "white"
+set output ARG1
+set multiplot layout 1,2 title "causal attention, fp32 on the CPU, 12 heads of 64: written out vs tiled vs SDPA"
+set logscale xy 2
+set xlabel "T (tokens)"
+set key top left
+set grid
+set ylabel "median time (ms)"
+plot $data using 1:2 with linespoints lw 2 title "written out", \
+     $data using 1:4 with linespoints lw 2 title "tiled", \
+     $data using 1:6 with linespoints lw 2 title "SDPA"
+set ylabel "extra peak memory (MiB)"
+plot $data using 1:3 with linespoints lw 2 title "written out", \
+     $data using 1:5 with linespoints lw 2 title "tiled", \
+     $data using 1:7 with linespoints lw 2 title "SDPA"
+unset multiplot
+)gnuplot";
+  speedlabs::ProcessOptions options;
+  options.input = script;
+  options.timeout_s = 60;
+  try {
+    const auto result = speedlabs::run_process({"gnuplot", "-c", "/dev/stdin", path}, options);
+    if (!result.ok()) {
+      std::cerr << "lab09: no plot: gnuplot " << result.describe() << ": " << result.output << "\n";
+      return false;
+    }
+  } catch (const speedlabs::RuntimeFailure& e) {
+    std::cerr << "lab09: no plot: " << e.what() << " (install gnuplot; Debian: gnuplot-nox)\n";
+    return false;
+  }
+  std::cout << "plot written to " << path << "\n";
+  return true;
+}
+
+Results run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  if (config.seq_lengths.empty()) throw speedlabs::UsageError("lab09: no sequence length to measure");
+  speedlabs::install_stop_handlers();
+  speedlabs::install_host_memory_counter();  // before the inputs are made: only counted storage can be measured
+  Results results;
+  results.sdpa_cpu_kernel = sdpa_kernel_name(torch::zeros({config.batch, config.heads, 1, config.head_size}));
+  std::cout << "causal attention, B=" << config.batch << ", " << config.heads << " heads of " << config.head_size
+            << ", fp32 on the CPU; tiles " << config.q_tile << " x " << config.kv_tile << "; " << config.repeats
+            << " timed calls per method and T\n";
+
+  ProgressBar bar(config.progress_bar, static_cast<int>(config.seq_lengths.size()) * 3);
+  for (const int64_t seq : config.seq_lengths) results.sizes.push_back(measure_size(seq, config, bar));
+  bar.clear();
+  stop_if_asked();
+  results.backward_max_error = backward_max_error(config);
+  print_table(results);
+  observe(config, results, report);
+  if (!config.plots_dir.empty()) write_plot(results, config.plots_dir);
+  compare_on_gpu(config, device, report);
+  return results;
+}
+
+}  // namespace lab09

@@ -1,0 +1,103 @@
+/// @file labs/09_flash_attention/experiment.h
+/// @brief Lab 09: causal attention three ways on the CPU (written out, tiled, libtorch's SDPA), side by side
+/// in time and peak memory, and the tiled forward as a CUDA kernel beside SDPA's GPU backends.
+#pragma once
+#include <c10/core/Device.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/observations.h"
+#include "common/timer.h"
+
+namespace lab09 {
+
+/// The experiment's knobs; the defaults are GPT-2 small's attention (12 heads of 64) at three lengths.
+struct Config {
+  std::vector<int64_t> seq_lengths{256, 1024, 4096};  ///< the T measured, ascending
+  int64_t batch = 1;        ///< B
+  int64_t heads = 12;       ///< n_head
+  int64_t head_size = 64;   ///< head_size
+  int64_t q_tile = 256;     ///< query rows per block of the tiled forward
+  int64_t kv_tile = 256;    ///< keys and values per block of the tiled forward
+  int warmup = 1;           ///< unmeasured calls per method and T
+  int repeats = 5;          ///< measured calls per method and T (the median is reported)
+  int64_t backward_seq = 256;  ///< T of the gradient check (the written-out backward holds 3 T x T matrices)
+  std::string plots_dir;    ///< write lab09_attention_vs_T.svg here ("" = no plot)
+  uint64_t seed = 0;        ///< torch seed for q, k, v
+  bool progress_bar = true; ///< a progress bar on stderr, only when stderr is a terminal
+};
+
+/// --quick: T = 64, 256, 512 with tiles of 64, 3 repeats, gradient check at T = 96 (a few seconds on a CPU).
+Config quick_config();
+
+/// The three ways of computing the same attention.
+enum class Method {
+  written_out,  ///< lab 05's causal_attention: the T x T scores, their softmax, times v
+  tiled,        ///< this lab's tiled_attention_forward
+  sdpa          ///< at::scaled_dot_product_attention(is_causal=true)
+};
+
+/// "written_out", "tiled", "sdpa".
+std::string to_string(Method method);
+
+/// One method at one T.
+struct Measurement {
+  Method method = Method::tiled;      ///< which attention
+  speedlabs::TimingStats time;        ///< warm-up, then repeats (milliseconds)
+  int64_t extra_bytes = 0;            ///< peak bytes of CPU tensors during one call beyond those live before it
+};
+
+/// Everything measured at one T.
+struct SizeResult {
+  int64_t seq = 0;                         ///< T
+  std::vector<Measurement> methods;        ///< written_out, tiled, sdpa, in that order
+  double max_error_vs_written_out = 0;     ///< max |tiled - written out| over every element
+  double max_error_vs_sdpa = 0;            ///< max |tiled - SDPA| over every element
+  /// The measurement of @p method (throws std::out_of_range when it is missing).
+  const Measurement& of(Method method) const;
+};
+
+/// The whole CPU comparison.
+struct Results {
+  std::vector<SizeResult> sizes;  ///< one per T, ascending
+  std::string sdpa_cpu_kernel;    ///< the kernel at::_fused_sdp_choice picks for these CPU inputs
+  double backward_max_error = 0;  ///< max |tiled gradient - autograd's| over dq, dk, dv at backward_seq
+};
+
+/// How far the tiled output may be from the written-out one and from SDPA (float32, see experiment.cpp).
+inline constexpr double kForwardTolerance = 2e-5;
+/// How far the tiled gradients may be from autograd's through the written-out attention (float32).
+inline constexpr double kBackwardTolerance = 1e-4;
+/// The growth exponent (log extra memory / log T between the two largest T) the tiled forward must stay
+/// under, and the written-out one must exceed: linear is 1, quadratic 2.
+inline constexpr double kLinearExponentLimit = 1.3;
+/// The exponent the written-out attention must exceed, showing the measurement can see T^2 at all.
+inline constexpr double kQuadraticExponentFloor = 1.7;
+
+/// The name of the SDPA kernel libtorch would run for these inputs (at::_fused_sdp_choice), with is_causal.
+/// @param q any query tensor of the shape and device to ask about (k and v alike)
+std::string sdpa_kernel_name(const torch::Tensor& q);
+
+/// Runs the CPU comparison at every T of @p config (and, when @p device is a CUDA GPU, the CUDA kernel
+/// beside SDPA's GPU backends), prints the table, writes the plot, and records the observations
+/// tiled_matches_reference, tiled_backward_matches_autograd, tiled_peak_memory_linear_in_T,
+/// tiled_vs_sdpa_time, written_out_vs_tiled_memory_at_4096, cuda_kernel_matches_sdpa and
+/// cuda_kernel_vs_sdpa_time. Throws speedlabs::RuntimeFailure when Ctrl-C stops the run.
+/// @param config the run
+/// @param device the lab's device: the CPU part always runs; a CUDA device adds the kernel's part
+/// @param report receives the observations
+/// @return the CPU measurements
+Results run(const Config& config, const c10::Device& device, speedlabs::Report& report);
+
+/// Writes lab09_attention_vs_T.svg into @p directory with gnuplot (started through run_process): median
+/// time and extra peak memory of each method against T, log-log. Returns false, after printing why to
+/// stderr, when gnuplot is missing or fails; the lab goes on without the plot.
+/// @param results   the measurements
+/// @param directory where the SVG goes (created if needed)
+bool write_plot(const Results& results, const std::string& directory);
+
+}  // namespace lab09

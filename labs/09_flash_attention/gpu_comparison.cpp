@@ -1,0 +1,137 @@
+#include "gpu_comparison.h"
+
+#include <algorithm>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/device.h"
+#include "common/errors.h"
+#include "common/format.h"
+#include "common/timer.h"
+#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
+#include "flash_kernel.h"
+#endif
+
+namespace lab09 {
+namespace {
+
+using speedlabs::fixed;
+
+const std::string kMatchId = "cuda_kernel_matches_sdpa";
+const std::string kMatchClaim = "this lab's CUDA kernel gives SDPA's output on the GPU (float32) at every T measured";
+const std::string kTimeId = "cuda_kernel_vs_sdpa_time";
+const std::string kTimeClaim =
+    "time of this lab's CUDA kernel over SDPA's memory-efficient backend (both float32) at the largest T, "
+    "SDPA's flash backend (bfloat16) beside them";
+
+void not_applicable(speedlabs::Report& report, const std::string& reason) {
+  report.not_applicable(kMatchId, kMatchClaim, "max |difference| <= 1e-4", reason);
+  report.not_applicable(kTimeId, kTimeClaim, "reported", reason, /*must_hold=*/false);
+}
+
+#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
+
+// One GPU timing: the median of CUDA-event timings, or why the backend could not run.
+struct GpuTime {
+  std::optional<double> median_ms;
+  std::string why_not;
+};
+
+GpuTime time_on(const c10::Device& device, const Config& config, const std::function<void()>& call) {
+  try {
+    return {speedlabs::time_ms(call, device, {config.warmup + 2, config.repeats}).median_ms, ""};
+  } catch (const c10::Error& e) {
+    return {std::nullopt, e.what_without_backtrace()};
+  }
+}
+
+std::string shown(const GpuTime& time) {
+  return time.median_ms ? fixed(*time.median_ms, 3) : "n/a";
+}
+
+struct GpuRow {
+  int64_t seq = 0;
+  double max_error = 0;
+  GpuTime kernel, efficient, flash;
+};
+
+#endif
+
+}  // namespace
+
+void compare_on_gpu(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  if (!device.is_cuda()) {
+    not_applicable(report, "no CUDA device in this run (run with --device cuda on a machine with an NVIDIA GPU)");
+    return;
+  }
+#ifndef SPEEDLABS_LAB09_FLASH_KERNEL
+  not_applicable(report, "this build found no CUDA compiler, so the kernel (flash_attention.cu) was not compiled");
+#else
+  std::vector<GpuRow> rows;
+  for (const int64_t seq : config.seq_lengths) {
+    torch::manual_seed(config.seed + static_cast<uint64_t>(seq));
+    const auto options = torch::TensorOptions().device(device).dtype(torch::kFloat);
+    const auto q = torch::randn({config.batch, config.heads, seq, config.head_size}, options);
+    const auto k = torch::randn_like(q);
+    const auto v = torch::randn_like(q);
+    auto out = torch::empty_like(q);
+    auto lse = torch::empty({config.batch, config.heads, seq}, options);
+    const auto kernel = [&] {
+      cuda::flash_attention_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                    out.data_ptr<float>(), lse.data_ptr<float>(), config.batch, config.heads, seq,
+                                    config.head_size);
+    };
+    try {
+      kernel();
+    } catch (const speedlabs::NotImplementedError& e) {
+      not_applicable(report, std::string("the optional GPU exercise is not written yet: ") + e.what());
+      return;
+    } catch (const std::invalid_argument& e) {
+      not_applicable(report, e.what());
+      return;
+    }
+    GpuRow row;
+    row.seq = seq;
+    row.max_error = (out - at::scaled_dot_product_attention(q, k, v, {}, 0.0, true)).abs().max().item<double>();
+    row.kernel = time_on(device, config, kernel);
+    row.efficient = time_on(device, config, [&] {
+      at::_scaled_dot_product_efficient_attention(q, k, v, {}, /*compute_log_sumexp=*/false, 0.0, true);
+    });
+    const auto q16 = q.to(torch::kBFloat16), k16 = k.to(torch::kBFloat16), v16 = v.to(torch::kBFloat16);
+    row.flash = time_on(device, config, [&] { at::_scaled_dot_product_flash_attention(q16, k16, v16, 0.0, true); });
+    rows.push_back(row);
+  }
+
+  std::cout << "  on " << speedlabs::describe(device) << ": SDPA with float32 inputs picks "
+            << sdpa_kernel_name(torch::zeros({1, 1, 1, config.head_size}, torch::TensorOptions().device(device)))
+            << "\n      T   kernel ms   SDPA efficient ms (fp32)   SDPA flash ms (bf16)   max |kernel - SDPA|\n";
+  double worst = 0;
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& row : rows) {
+    worst = std::max(worst, row.max_error);
+    errors["T=" + std::to_string(row.seq)] = row.max_error;
+    std::cout << std::setw(7) << row.seq << std::setw(12) << shown(row.kernel) << std::setw(27) << shown(row.efficient)
+              << std::setw(23) << shown(row.flash) << std::setw(22) << row.max_error << "\n";
+  }
+  for (const auto* time : {&rows.back().efficient, &rows.back().flash}) {
+    if (!time->median_ms) std::cout << "  (a backend could not run: " << time->why_not << ")\n";
+  }
+  report.check(kMatchId, kMatchClaim, errors, "max |difference| <= " + fixed(kGpuTolerance * 1e4, 0) + "e-4",
+               worst <= kGpuTolerance);
+
+  const GpuRow& last = rows.back();
+  nlohmann::json measured = {{"T", last.seq}, {"kernel_ms", *last.kernel.median_ms}};
+  if (last.efficient.median_ms) {
+    measured["efficient_fp32_ms"] = *last.efficient.median_ms;
+    measured["ratio_vs_efficient"] = *last.kernel.median_ms / *last.efficient.median_ms;
+  }
+  if (last.flash.median_ms) measured["flash_bf16_ms"] = *last.flash.median_ms;
+  report.check(kTimeId, kTimeClaim, measured, "reported", true, /*must_hold=*/false);
+#endif
+}
+
+}  // namespace lab09
