@@ -18,6 +18,7 @@
 #include "common/host_memory.h"
 #include "common/process.h"
 #include "common/timer.h"
+#include "labs/05_gpt2/exercise.h"
 #include "exercise.h"
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA
@@ -120,7 +121,7 @@ GPTConfig checked_config(const std::string& model, int64_t seq) {
 // written-out one (no fused kernel), so the activations it saves are the ones the formula counts.
 GPT build_model(const GPTConfig& config, const c10::Device& device) {
   torch::manual_seed(kSeed);
-  GPT model(config, speedlabs::gpt::explicit_causal_attention);
+  GPT model(config, lab05::causal_attention);
   model->to(device);
   return model;
 }
@@ -151,7 +152,7 @@ torch::Tensor step_loss(GPT& model, const torch::Tensor& x, const torch::Tensor&
   return torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}), y.view({-1}));
 }
 
-void train_step(GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x, const torch::Tensor& y,
+void memory_train_step(GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x, const torch::Tensor& y,
                 const StepSetup& setup) {
   step_loss(model, x, y, setup).backward();
   optimizer.step();
@@ -172,7 +173,7 @@ Config quick_config() {
 
 ModelShape model_shape(const std::string& model) {
   const GPTConfig config = GPTConfig::by_name(model);
-  GPT gpt(config, speedlabs::gpt::explicit_causal_attention);
+  GPT gpt(config, lab05::causal_attention);
   ModelShape shape;
   for (const auto& item : gpt->named_parameters()) {
     const std::string& name = item.key();
@@ -260,9 +261,9 @@ int64_t measure_steady_step_peak(const std::string& model, const StepSetup& setu
   const int64_t base = meter.live();
   GPT gpt = build_model(config, device);
   auto optimizer = speedlabs::gpt::make_adamw(gpt, kLr);
-  train_step(gpt, optimizer, x, y, setup);  // the first step makes AdamW's state
+  memory_train_step(gpt, optimizer, x, y, setup);  // the first step makes AdamW's state
   meter.reset_peak();
-  train_step(gpt, optimizer, x, y, setup);
+  memory_train_step(gpt, optimizer, x, y, setup);
   return meter.peak() - base;
 }
 
@@ -304,8 +305,8 @@ std::pair<double, double> time_steps_ms(const std::string& model, const StepSetu
   auto optimizer_b = speedlabs::gpt::make_adamw(model_b, kLr);
   std::vector<double> times_a, times_b;
   for (int round = 0; round < warmup + repeats; ++round) {
-    const double ms_a = speedlabs::time_once_ms([&] { train_step(model_a, optimizer_a, batch.first, batch.second, a); }, device);
-    const double ms_b = speedlabs::time_once_ms([&] { train_step(model_b, optimizer_b, batch.first, batch.second, b); }, device);
+    const double ms_a = speedlabs::time_once_ms([&] { memory_train_step(model_a, optimizer_a, batch.first, batch.second, a); }, device);
+    const double ms_b = speedlabs::time_once_ms([&] { memory_train_step(model_b, optimizer_b, batch.first, batch.second, b); }, device);
     if (round < warmup) continue;
     times_a.push_back(ms_a);
     times_b.push_back(ms_b);

@@ -5,6 +5,7 @@
 #include "common/autocast_guard.h"
 #include "common/gpt.h"
 #include "common/host_memory.h"
+#include "labs/05_gpt2/exercise.h"
 #include "exercise.h"
 #include "tests/support/expect.h"
 
@@ -16,7 +17,7 @@ using speedlabs::testing::tensors_close;
 // One block of the tiny GPT (C = 64, 4 heads), with the written-out attention.
 speedlabs::gpt::Block make_block() {
   torch::manual_seed(7);
-  return speedlabs::gpt::Block(speedlabs::gpt::GPTConfig::tiny(), speedlabs::gpt::explicit_causal_attention);
+  return speedlabs::gpt::Block(speedlabs::gpt::GPTConfig::tiny(), lab05::causal_attention);
 }
 
 lab08::BlockFn as_fn(speedlabs::gpt::Block& block) {
