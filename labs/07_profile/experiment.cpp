@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "common/format.h"
 #include "common/gpt.h"
+#include "common/host_memory.h"
 #include "common/memory.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
