@@ -61,6 +61,15 @@ function(speedlabs_add_lab)
   target_link_libraries(${core} PUBLIC speedlabs_common ${LAB_LIBS})
   # An earlier lab's exercise that this lab runs: its headers, and its objects in every program and test
   # of this lab, so the student's own earlier answer is what runs here too.
+  # Transitively: lab 08 uses lab 05's exercise, which runs lab 03's.
+  set(uses "")
+  foreach(id IN LISTS LAB_USES_EXERCISES)
+    get_property(closure GLOBAL PROPERTY speedlabs_uses_${id})
+    list(APPEND uses ${closure} ${id})
+  endforeach()
+  list(REMOVE_DUPLICATES uses)
+  set_property(GLOBAL PROPERTY speedlabs_uses_${LAB_ID} ${uses})
+  set(LAB_USES_EXERCISES ${uses})
   set(earlier "")
   foreach(id IN LISTS LAB_USES_EXERCISES)
     target_link_libraries(${core} PUBLIC lab${id}_core)  # usage requirements only: objects are linked below
