@@ -15,8 +15,11 @@
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"
+#include "tests/support/tokenizer.h"
 
 namespace {
+
+using speedlabs::testing::shared_tokenizer;
 
 namespace fs = std::filesystem;
 using speedlabs::RuntimeFailure;
@@ -63,11 +66,6 @@ class TempDirTest : public ::testing::Test {
   fs::path dir_;
   std::optional<ScopedEnv> cache_env_;
 };
-
-const datasets::GPT2Tokenizer& tokenizer() {
-  static const datasets::GPT2Tokenizer loaded = datasets::GPT2Tokenizer::load(datasets::resolve_data_dir());
-  return loaded;
-}
 
 std::string message_of(const std::function<void()>& fn) {
   try {
@@ -142,12 +140,12 @@ TEST_F(TempDirTest, TokenCacheIsReusedAndInvalidatedWhenTheTextChanges) {
   const fs::path text_file = dir_ / "text.txt";
   const fs::path cache = dir_ / "tokens";
   write_bytes(text_file, "To be, or not to be: that is the question.");
-  const auto first = datasets::load_tokens_cached(tokenizer(), text_file, cache);
+  const auto first = datasets::load_tokens_cached(shared_tokenizer(), text_file, cache);
   EXPECT_FALSE(first.from_cache);
-  EXPECT_EQ(first.ids, tokenizer().encode(read_bytes(text_file)));
+  EXPECT_EQ(first.ids, shared_tokenizer().encode(read_bytes(text_file)));
   ASSERT_TRUE(fs::exists(first.cache_file));
 
-  const auto second = datasets::load_tokens_cached(tokenizer(), text_file, cache);
+  const auto second = datasets::load_tokens_cached(shared_tokenizer(), text_file, cache);
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(second.ids, first.ids);
 
@@ -156,21 +154,21 @@ TEST_F(TempDirTest, TokenCacheIsReusedAndInvalidatedWhenTheTextChanges) {
   const int32_t planted = 42;
   std::memcpy(bytes.data() + bytes.size() - sizeof(int32_t), &planted, sizeof(planted));
   write_bytes(first.cache_file, bytes);
-  const auto damaged = datasets::load_tokens_cached(tokenizer(), text_file, cache);
+  const auto damaged = datasets::load_tokens_cached(shared_tokenizer(), text_file, cache);
   EXPECT_FALSE(damaged.from_cache);
   EXPECT_EQ(damaged.ids, first.ids);
-  EXPECT_TRUE(datasets::load_tokens_cached(tokenizer(), text_file, cache).from_cache);  // rewritten whole
+  EXPECT_TRUE(datasets::load_tokens_cached(shared_tokenizer(), text_file, cache).from_cache);  // rewritten whole
 
   // A changed text has a new hash: encoded afresh, the cache rewritten.
   write_bytes(text_file, "Whether 'tis nobler in the mind to suffer");
-  const auto changed = datasets::load_tokens_cached(tokenizer(), text_file, cache);
+  const auto changed = datasets::load_tokens_cached(shared_tokenizer(), text_file, cache);
   EXPECT_FALSE(changed.from_cache);
-  EXPECT_EQ(changed.ids, tokenizer().encode(read_bytes(text_file)));
-  EXPECT_TRUE(datasets::load_tokens_cached(tokenizer(), text_file, cache).from_cache);
+  EXPECT_EQ(changed.ids, shared_tokenizer().encode(read_bytes(text_file)));
+  EXPECT_TRUE(datasets::load_tokens_cached(shared_tokenizer(), text_file, cache).from_cache);
 
   // A truncated cache file is ignored, not trusted.
   fs::resize_file(changed.cache_file, fs::file_size(changed.cache_file) - 2);
-  const auto repaired = datasets::load_tokens_cached(tokenizer(), text_file, cache);
+  const auto repaired = datasets::load_tokens_cached(shared_tokenizer(), text_file, cache);
   EXPECT_FALSE(repaired.from_cache);
   EXPECT_EQ(repaired.ids, changed.ids);
 }

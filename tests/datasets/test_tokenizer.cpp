@@ -10,24 +10,14 @@
 #include "common/errors.h"
 #include "datasets/data_files.h"
 #include "datasets/gpt2_tokenizer.h"
+#include "tests/support/tokenizer.h"
 
 namespace {
 
 using datasets::GPT2Tokenizer;
 using Ids = std::vector<int32_t>;
 
-// The data comes from SPEEDLABS_DATA_DIR (CI: ../shared/datasets), else <checkout>/data.
-const GPT2Tokenizer& tokenizer() {
-  static const GPT2Tokenizer loaded = [] {
-    try {
-      return GPT2Tokenizer::load(datasets::resolve_data_dir());
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "cannot load the GPT-2 tokenizer (set SPEEDLABS_DATA_DIR or run ./lab setup): " << e.what();
-      throw;
-    }
-  }();
-  return loaded;
-}
+using speedlabs::testing::shared_tokenizer;
 
 std::string shakespeare() {
   std::ifstream in(datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath), std::ios::binary);
@@ -95,34 +85,34 @@ const std::vector<Fact>& tiktoken_facts() {
 }
 
 TEST(GPT2Tokenizer, ShakespeareIs338025TokensStartingAsTiktokenDoes) {
-  const Ids ids = tokenizer().encode(shakespeare());
+  const Ids ids = shared_tokenizer().encode(shakespeare());
   EXPECT_EQ(ids.size(), 338025u);  // ../shared/datasets/README.md (tiktoken gpt2)
   ASSERT_GE(ids.size(), 16u);
   const Ids first16 = {5962, 22307, 25, 198, 8421, 356, 5120, 597, 2252, 11, 3285, 502, 2740, 13, 198, 198};
   EXPECT_EQ(Ids(ids.begin(), ids.begin() + 16), first16);
-  EXPECT_EQ(tokenizer().decode(ids), shakespeare());
+  EXPECT_EQ(shared_tokenizer().decode(ids), shakespeare());
 }
 
 TEST(GPT2Tokenizer, MatchesTiktokenOnHandPickedStrings) {
   for (const Fact& fact : tiktoken_facts()) {
-    EXPECT_EQ(tokenizer().encode(fact.text), fact.ids) << fact.name;
-    EXPECT_EQ(tokenizer().decode(fact.ids), fact.text) << fact.name;
+    EXPECT_EQ(shared_tokenizer().encode(fact.text), fact.ids) << fact.name;
+    EXPECT_EQ(shared_tokenizer().decode(fact.ids), fact.text) << fact.name;
   }
 }
 
 TEST(GPT2Tokenizer, EmptyInputGivesNoTokens) {
-  EXPECT_TRUE(tokenizer().encode("").empty());
-  EXPECT_TRUE(tokenizer().encode_allowing_special("").empty());
-  EXPECT_EQ(tokenizer().decode({}), "");
+  EXPECT_TRUE(shared_tokenizer().encode("").empty());
+  EXPECT_TRUE(shared_tokenizer().encode_allowing_special("").empty());
+  EXPECT_EQ(shared_tokenizer().decode({}), "");
 }
 
 TEST(GPT2Tokenizer, EndOfTextOnlyWhenAllowed) {
   EXPECT_EQ(GPT2Tokenizer::kEndOfText, 50256);
-  EXPECT_EQ(tokenizer().decode({GPT2Tokenizer::kEndOfText}), "<|endoftext|>");
+  EXPECT_EQ(shared_tokenizer().decode({GPT2Tokenizer::kEndOfText}), "<|endoftext|>");
   // tiktoken: enc.encode("a<|endoftext|>b", allowed_special="all") == [64, 50256, 65]
-  EXPECT_EQ(tokenizer().encode_allowing_special("a<|endoftext|>b"), (Ids{64, 50256, 65}));
-  EXPECT_EQ(tokenizer().encode_allowing_special("<|endoftext|><|endoftext|>"), (Ids{50256, 50256}));
-  for (const int32_t id : tokenizer().encode("a<|endoftext|>b")) EXPECT_NE(id, GPT2Tokenizer::kEndOfText);
+  EXPECT_EQ(shared_tokenizer().encode_allowing_special("a<|endoftext|>b"), (Ids{64, 50256, 65}));
+  EXPECT_EQ(shared_tokenizer().encode_allowing_special("<|endoftext|><|endoftext|>"), (Ids{50256, 50256}));
+  for (const int32_t id : shared_tokenizer().encode("a<|endoftext|>b")) EXPECT_NE(id, GPT2Tokenizer::kEndOfText);
 }
 
 TEST(GPT2Tokenizer, InvalidUtf8BytesBecomeTheirSingleByteTokens) {
@@ -130,22 +120,22 @@ TEST(GPT2Tokenizer, InvalidUtf8BytesBecomeTheirSingleByteTokens) {
   // encoded surrogate, a code point above U+10FFFF, a truncated euro sign at the end.
   const std::vector<std::string> invalid = {"\xff", "\x80", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"};
   for (const std::string& bytes : invalid) {
-    const Ids ids = tokenizer().encode(bytes);
+    const Ids ids = shared_tokenizer().encode(bytes);
     ASSERT_EQ(ids.size(), bytes.size()) << "one token per invalid byte";
-    for (size_t i = 0; i < bytes.size(); ++i) EXPECT_EQ(tokenizer().token_bytes(ids[i]), bytes.substr(i, 1));
-    EXPECT_EQ(tokenizer().decode(ids), bytes);
+    for (size_t i = 0; i < bytes.size(); ++i) EXPECT_EQ(shared_tokenizer().token_bytes(ids[i]), bytes.substr(i, 1));
+    EXPECT_EQ(shared_tokenizer().decode(ids), bytes);
   }
   // The valid text around an invalid byte is encoded as it would be on its own: 0xFF is byte
   // token 187 in GPT-2's byte order (printable Latin-1 first: 0x21-0x7E, 0xA1-0xAC, 0xAE-0xFF).
-  EXPECT_EQ(tokenizer().encode("Hello\xff world"), (Ids{15496, 187, 995}));
+  EXPECT_EQ(shared_tokenizer().encode("Hello\xff world"), (Ids{15496, 187, 995}));
   const std::string mixed = "caf\xc3\xa9\xc3 don't \xf0\x9f\x98 \xf0\x9f\x98\x80!";
-  EXPECT_EQ(tokenizer().decode(tokenizer().encode(mixed)), mixed);
+  EXPECT_EQ(shared_tokenizer().decode(shared_tokenizer().encode(mixed)), mixed);
 }
 
 TEST(GPT2Tokenizer, DecodeRejectsIdsOutsideTheVocabulary) {
-  EXPECT_THROW(tokenizer().decode({1, 50257}), speedlabs::UsageError);
-  EXPECT_THROW(tokenizer().decode({-1}), speedlabs::UsageError);
-  EXPECT_EQ(tokenizer().token_bytes(220), " ");
+  EXPECT_THROW(shared_tokenizer().decode({1, 50257}), speedlabs::UsageError);
+  EXPECT_THROW(shared_tokenizer().decode({-1}), speedlabs::UsageError);
+  EXPECT_EQ(shared_tokenizer().token_bytes(220), " ");
 }
 
 TEST(GPT2Tokenizer, LoadingFailsClearlyOnMalformedFiles) {
@@ -184,9 +174,9 @@ TEST(GPT2Tokenizer, FuzzEncodeDecodeRoundTrip) {
         text += pieces[random() % pieces.size()];
       }
     }
-    const Ids ids = tokenizer().encode(text);
+    const Ids ids = shared_tokenizer().encode(text);
     for (const int32_t id : ids) ASSERT_TRUE(id >= 0 && id < GPT2Tokenizer::kEndOfText) << "id " << id;
-    ASSERT_EQ(tokenizer().decode(ids), text) << "round trip failed after " << runs << " runs";
+    ASSERT_EQ(shared_tokenizer().decode(ids), text) << "round trip failed after " << runs << " runs";
     ++runs;
   }
   RecordProperty("fuzz_runs", runs);
