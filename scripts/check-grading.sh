@@ -2,12 +2,15 @@
 # CI's check that grading can tell a student's work from none, both ways:
 #   1. with the labs/ stubs as they are, ./lab grade gives no points: every graded test fails, and the
 #      number of failing graded tests is printed;
-#   2. in a scratch copy of the checkout with solutions/ copied over the stubs, ./lab grade gives full
-#      points for every exercise graded on this machine (GPU ones are skipped here), and results.json
-#      has Gradescope's fields.
+#   2. the same graded tests, linked with the reference solutions (the default build, which ./lab test
+#      has built), graded by the same scripts/grade.py, give full points for every exercise graded on
+#      this machine (GPU ones are skipped here), and results.json has Gradescope's fields.
+# Step 2 used to build a scratch copy with solutions/ copied over the stubs: a third full libtorch build
+# for the same answer, since the solutions and the stubs compile against the same exercise.h.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/common.sh
 
 verify() {  # verify RESULTS_JSON JUNIT stubs|solutions
   python3 - "$@" <<'PY'
@@ -42,13 +45,12 @@ echo "check-grading: the labs/ stubs"
 ./lab grade --out build-student/grade-stubs >/dev/null
 verify build-student/grade-stubs/results.json build-student/grade-stubs/junit.xml stubs
 
-echo "check-grading: the solutions copied over the stubs, in a scratch copy"
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$scratch"
-[[ -d .venv ]] && ln -s "$root/.venv" "$scratch/.venv"
-for solution in solutions/[0-9][0-9]_*/; do
-  cp -r "$solution". "$scratch/labs/$(basename "$solution")/"
-done
-(cd "$scratch" && ./lab grade --out "$scratch/grade" >/dev/null)
-verify "$scratch/grade/results.json" "$scratch/grade/junit.xml" solutions
+echo "check-grading: the reference solutions (the default build), graded by the same script"
+[[ -f build/build.ninja ]] || die "build the reference first: ./lab test"
+mapfile -t ids < <(for points in tests/lab[0-9][0-9]/points.tsv; do basename "$(dirname "$points")" | cut -c4-5; done)
+out="$root/build/grade-solutions"
+rm -rf "$out" && mkdir -p "$out"
+cmake --build build --target $(printf 'test_lab%s_graded ' "${ids[@]}") >/dev/null
+ctest --test-dir build -R "^Lab($(IFS='|'; echo "${ids[*]}"))_" -j 2 --output-junit "$out/junit.xml" >"$out/ctest.log" 2>&1 || true
+python3 scripts/grade.py grade "$out/junit.xml" "$out" "${ids[@]}" >/dev/null
+verify "$out/results.json" "$out/junit.xml" solutions

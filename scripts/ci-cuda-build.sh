@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# CI: configure and build every target against a CUDA-enabled libtorch, so GPU code paths
-# (events, streams, allocator stats, the project's .cu kernels) compile and link on every run,
-# even on a machine without a GPU. No test runs here.
+# CI: compile against a CUDA-enabled libtorch every source whose code differs there (the GPU code
+# paths under SPEEDLABS_TORCH_HAS_CUDA: CUDA graphs, streams, the caching allocator's statistics; the
+# .cu kernels), so they cannot rot on machines without a GPU. scripts/cuda-sources.py picks them; every
+# other source compiles to the same code against either libtorch and the CPU build compiled it already.
+# Compiling all ~100 sources again would take longer than the rest of CI together on 2 cores.
+# No test runs here.
 #
-#   scripts/ci-cuda-build.sh [extra ninja arguments, e.g. target names]
+#   scripts/ci-cuda-build.sh [ninja targets instead of those sources, e.g. all]
 #
 # Environment: SPEEDLABS_CUDA_VENV (default .venv-cuda), SPEEDLABS_CUDA_BUILD (default build-cuda-check),
 # SPEEDLABS_CUDA_HOME (default /usr/local/cuda-13.0, the nvcc toolkit), PYTHON (default python3).
@@ -60,11 +63,13 @@ for dir in "$cuda_home/lib64" "$wheel_cuda/lib"; do
   done
 done
 
-# 3. Configure and build everything. The build type CompileCheck has no flags of its own (no
-#    optimisation, no debug info): this build only has to compile and link, and -O0 does that fastest.
+# 3. Configure (with the stub-linked variants, so the labs/ stubs compile here too) and build. The
+#    build type CompileCheck has no flags of its own (no optimisation, no debug info): this build only
+#    has to compile, and -O0 does that fastest.
 configure_log="$build/ci-cuda-configure.log"
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=CompileCheck \
+  -DSPEEDLABS_STUDENT_VARIANTS=ON -DCMAKE_UNITY_BUILD=OFF \
   -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CUDA_COMPILER="$toolkit/bin/nvcc" \
   -DCUDAToolkit_ROOT="$toolkit" \
@@ -72,5 +77,14 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DTORCH_CUDA_ARCH_LIST="8.0;9.0" | tee "$configure_log"
 # find_package(Torch) can quietly fall back to no CUDA; then this build would prove nothing.
 grep -q "libtorch CUDA ON" "$configure_log" || { echo "ci-cuda-build: libtorch was configured without CUDA" >&2; exit 3; }
-cmake --build "$build" -- "$@"
-echo "ci-cuda-build: ${*:-every target} built against libtorch $torch_version (CUDA) in $build"
+if (($#)); then
+  targets=("$@")
+else
+  mapfile -t sources < <(python3 "$root/scripts/cuda-sources.py" "$build")
+  ((${#sources[@]})) || { echo "ci-cuda-build: cuda-sources.py found nothing to compile" >&2; exit 3; }
+  printf 'ci-cuda-build: compiling %s\n' "${sources[@]}"
+  targets=()
+  for source in "${sources[@]}"; do targets+=("$root/$source^"); done   # ninja: "file^" builds its object
+fi
+cmake --build "$build" -- "${targets[@]}"
+echo "ci-cuda-build: ${#targets[@]} targets compiled against libtorch $torch_version (CUDA) in $build"

@@ -10,6 +10,7 @@ suite passed; a skipped test (a GPU test on a machine without a GPU) makes it sk
 Standard library only, so it runs on any Python 3 without the .venv.
 """
 import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Labs whose code did not compile (set by ./lab check and ./lab grade): their tests never ran.
+BROKEN_LABS = set(os.environ.get("SPEEDLABS_BROKEN_LABS", "").split())
 
 
 @dataclass
@@ -100,6 +103,8 @@ def read_results(junit_path, exercises):
 def message(e):
     if e.status == "passed":
         return f"{e.passed} test{'s' if e.passed > 1 else ''} passed"
+    if e.status == "missing" and e.lab in BROKEN_LABS:
+        return f"your code does not compile: the compiler's errors are above, all of them in .cache/check-build-{e.lab}.log"
     if e.status == "missing":
         return "no graded test ran (was the build interrupted?)"
     if e.status == "skipped":
