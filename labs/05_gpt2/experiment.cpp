@@ -22,6 +22,7 @@
 #include "common/format.h"
 #include "common/gpt.h"
 #include "common/memory.h"
+#include "common/progress.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -82,26 +83,6 @@ class SigintHandler {
   struct sigaction previous_ {};
 };
 
-// A one-line bar on stderr, redrawn with \r; only on a terminal, so logs and pipes stay clean.
-class ProgressBar {
- public:
-  explicit ProgressBar(bool wanted) : enabled_(wanted && isatty(STDERR_FILENO)) {}
-  void show(const std::string& label, int done, int total) {
-    if (!enabled_) return;
-    constexpr int kWidth = 30;
-    const int filled = total > 0 ? done * kWidth / total : kWidth;
-    std::cerr << "\r  " << label << " [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
-              << done << "/" << total << std::flush;
-  }
-  // Erases the bar so that a line printed to stdout starts at column 0 on a clean line.
-  void clear() {
-    if (enabled_) std::cerr << "\r\033[K" << std::flush;
-  }
-
- private:
-  bool enabled_;
-};
-
 std::string megabytes(std::optional<int64_t> bytes) {
   return bytes ? fixed(static_cast<double>(*bytes) / (1 << 20), 1) + " MiB" : "n/a";
 }
@@ -131,7 +112,7 @@ struct Run {
   const gpt::GPTConfig model_config;
   const std::vector<int32_t>& tokens;
   std::ofstream* csv;
-  ProgressBar& bar;
+  speedlabs::ProgressBar& bar;
 };
 
 ModeResult train_one_mode(const Run& run, Precision mode) {
@@ -186,7 +167,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
                 << " | loss " << fixed(value, 6) << " | " << std::setw(9) << fixed(ms, 2) << " ms/step | "
                 << std::setw(9) << fixed(record.tokens_per_s, 0) << " tokens/s" << std::endl;
     }
-    run.bar.show(name, step + 1, config.steps);
+    run.bar.show(name, step + 1);
   }
   run.bar.clear();
 
@@ -380,7 +361,7 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
 
   std::cout << config.model << " model, B=" << config.batch << ", T=" << config.seq << ", " << config.steps
             << " steps, AdamW lr " << config.lr << ", seed " << config.seed << ", explicit attention (exercise)\n";
-  ProgressBar bar(config.progress_bar);
+  speedlabs::ProgressBar bar(config.progress_bar, config.steps);
   SigintHandler sigint;
   const Run run{config, device, model_config, tokens, csv.is_open() ? &csv : nullptr, bar};
   std::vector<ModeResult> results;

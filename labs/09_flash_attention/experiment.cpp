@@ -1,7 +1,5 @@
 #include "experiment.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +15,7 @@
 #include "common/format.h"
 #include "common/host_memory.h"
 #include "common/process.h"
+#include "common/progress.h"
 #include "exercise.h"
 #include "gpu_comparison.h"
 #include "labs/05_gpt2/exercise.h"
@@ -68,23 +67,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// A one-line bar on stderr, redrawn with \r; only on a terminal, so logs and pipes stay clean.
-class ProgressBar {
- public:
-  ProgressBar(bool wanted, int total) : enabled_(wanted && isatty(STDERR_FILENO)), total_(total) {}
-  void step(const std::string& label) {
-    ++done_;
-    if (enabled_) std::cerr << "\r\033[K  [" << done_ << "/" << total_ << "] " << label << std::flush;
-  }
-  void clear() {
-    if (enabled_) std::cerr << "\r\033[K" << std::flush;
-  }
-
- private:
-  bool enabled_;
-  int total_;
-  int done_ = 0;
-};
+using speedlabs::ProgressBar;
 
 void stop_if_asked() {
   if (speedlabs::stop_requested()) throw speedlabs::RuntimeFailure("interrupted: the measurements stop here");
