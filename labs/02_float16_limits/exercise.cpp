@@ -15,7 +15,8 @@ namespace lab02 {
 // gradient of 1e-8 becomes 0.
 //
 // Hints:
-//  - Get at the bits with std::memcpy(&u, &x, 4) into a uint32_t (not a pointer cast). Keep the sign
+//  - Get at the bits with c10::bit_cast<uint32_t>(x) from <c10/util/bit_cast.h> (or std::memcpy into a
+//    uint32_t; never a pointer cast, which is undefined behaviour). Keep the sign
 //    bit apart (bit 31 of the float goes to bit 15 of the half) and work on the magnitude.
 //  - Read the magnitude as one integer: the exponent sits right above the mantissa, so when rounding
 //    the mantissa up carries out of it, the carry lands in the exponent, which is exactly the next

@@ -1,23 +1,16 @@
 // Lab 02 reference solution: float32 to float16 and bfloat16 (and back), round to nearest even.
 #include "exercise.h"
 
+#include <c10/util/bit_cast.h>
+
 #include <cmath>
-#include <cstring>
 
 namespace lab02 {
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-float float_of(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
+// The bits of a float and back, without undefined behaviour (C++20's std::bit_cast, from c10).
+uint32_t bits_of(float x) { return c10::bit_cast<uint32_t>(x); }
+float float_of(uint32_t bits) { return c10::bit_cast<float>(bits); }
 
 constexpr uint32_t kFloatSignBit = 0x80000000u;
 constexpr uint32_t kFloatInfinity = 0x7f800000u;  // exponent all ones, mantissa 0

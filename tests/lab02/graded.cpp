@@ -23,7 +23,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <iomanip>
 #include <limits>
@@ -31,21 +30,15 @@
 #include <string>
 #include <vector>
 
+#include <c10/util/bit_cast.h>
+
 #include "exercise.h"
 
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-float float_of(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
+// The bits of a float and back, without undefined behaviour (C++20's std::bit_cast, from c10).
+uint32_t bits_of(float x) { return c10::bit_cast<uint32_t>(x); }
+float float_of(uint32_t bits) { return c10::bit_cast<float>(bits); }
 
 std::string hex(uint32_t value, int digits) {
   std::ostringstream out;
