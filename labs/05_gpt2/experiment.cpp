@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/autocast_guard.h"
+#include "common/curves.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
@@ -87,6 +88,11 @@ std::string megabytes(std::optional<int64_t> bytes) {
   return bytes ? fixed(static_cast<double>(*bytes) / (1 << 20), 1) + " MiB" : "n/a";
 }
 
+// An fp16 step whose loss overflows is skipped while the scaler lowers its scale; the loss itself comes
+// from the forward pass, which the scale does not touch, so this many overflowed losses in a row mean a
+// run that cannot recover: it stops as one that could not be made (exit 3), not as a verdict.
+constexpr int kMaxNonfiniteInARow = 8;
+
 bool logged(int step, const Config& config) { return step % config.log_every == 0 || step == config.steps - 1; }
 
 // Why a mode cannot run here, or "" when it can.
@@ -130,6 +136,7 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
 
   const std::string name = speedlabs::to_string(mode);
   const double tokens_per_step = static_cast<double>(config.batch * config.seq);
+  int nonfinite_in_a_row = 0;
   for (int step = 0; step < config.steps; ++step) {
     if (interrupted) {
       run.bar.clear();
@@ -160,6 +167,15 @@ ModeResult train_one_mode(const Run& run, Precision mode) {
                                         ": training diverged; try a smaller --lr");
       }
       ++result.nonfinite_fp16_steps;  // float16 overflow: the scaler skips this step and lowers the scale
+      if (++nonfinite_in_a_row == kMaxNonfiniteInARow) {
+        run.bar.clear();
+        throw speedlabs::RuntimeFailure(
+            "the fp16 loss is NaN or inf at " + std::to_string(kMaxNonfiniteInARow) + " steps in a row (to step " +
+            std::to_string(step) + "): the forward pass overflows float16, which loss scaling cannot fix; "
+            "try a smaller --lr, or bf16");
+      }
+    } else {
+      nonfinite_in_a_row = 0;
     }
     if (logged(step, config)) {
       run.bar.clear();
@@ -195,14 +211,13 @@ const ModeResult* find(const std::vector<ModeResult>& results, Precision mode) {
 
 // Largest |loss - fp32 loss| over the logged steps; NaN when either run has a non-finite logged loss.
 double max_loss_gap(const ModeResult& mode, const ModeResult& fp32, const Config& config) {
-  double gap = 0;
+  std::vector<double> mine, reference;
   for (size_t i = 0; i < std::min(mode.steps.size(), fp32.steps.size()); ++i) {
     if (!logged(mode.steps[i].step, config)) continue;
-    const double d = std::abs(mode.steps[i].loss - fp32.steps[i].loss);
-    if (!std::isfinite(d)) return std::nan("");
-    gap = std::max(gap, d);
+    mine.push_back(mode.steps[i].loss);
+    reference.push_back(fp32.steps[i].loss);
   }
-  return gap;
+  return speedlabs::max_abs_gap(mine, reference);
 }
 
 double mean_of_last_steps(const ModeResult& r) {

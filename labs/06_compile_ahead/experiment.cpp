@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/curves.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
@@ -129,6 +130,18 @@ gpt::GPT build_model(const gpt::GPTConfig& base, Rung rung, const gpt::NamedTens
 
 double median_of(std::vector<double> samples) { return speedlabs::summarize(std::move(samples)).median_ms; }
 
+// Model FLOPs utilisation: useful FLOP/s over the measured bf16 matmul peak. Only on a CUDA GPU: there the
+// rungs that matter run bf16 on the tensor cores the peak measures; a CPU's fp32 rungs against its bf16
+// peak gave 140% (and any ratio to a peak of another dtype says nothing), so elsewhere it is NaN ("n/a").
+double mfu_of(double tflops, double bf16_peak_tflops, const c10::Device& device) {
+  return device.is_cuda() && bf16_peak_tflops > 0 ? tflops / bf16_peak_tflops : std::nan("");
+}
+
+// A rate readable on a CPU (tens of GFLOP/s) and on a GPU (hundreds of TFLOP/s).
+std::string flops_rate(double tflops) {
+  return tflops >= 1 ? fixed(tflops, 2) + " TFLOP/s" : fixed(tflops * 1e3, 1) + " GFLOP/s";
+}
+
 // One rung's training steps at one shape, each timed through common/timer.
 struct RungRunner {
   const Config& config;
@@ -149,7 +162,7 @@ struct RungRunner {
     const double tokens = static_cast<double>(result.shape.batch * result.shape.seq);
     result.tokens_per_s = tokens / (result.median_ms / 1e3);
     result.tflops = useful_flops_per_step / (result.median_ms / 1e3) / 1e12;
-    result.mfu = bf16_tflops > 0 ? result.tflops / bf16_tflops : 0;
+    result.mfu = mfu_of(result.tflops, bf16_tflops, device);
   }
 
   RungResult eager(Rung rung, const Shape& shape) const {
@@ -320,13 +333,9 @@ std::vector<RungResult> run_python_peers(const Config& config, const c10::Device
   return peers;
 }
 
+// Largest |loss - other loss| over the steps both ran (or step 0 alone); NaN when a compared loss is not finite.
 double max_loss_gap(const RungResult& a, const RungResult& b, bool first_only = false) {
-  double gap = 0;
-  const size_t n = first_only ? 1 : std::min(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < n && i < a.losses.size() && i < b.losses.size(); ++i) {
-    gap = std::max(gap, std::abs(a.losses[i] - b.losses[i]));
-  }
-  return gap;
+  return speedlabs::max_abs_gap(a.losses, b.losses, first_only ? 1 : a.losses.size());
 }
 
 bool all_finite(const std::vector<double>& values) {
@@ -376,7 +385,7 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape) {
     }
     out << "| " << r.name << " | " << fixed(r.median_ms, 2) << " | " << fixed(r.first_step_ms, 1) << " | "
         << fixed(r.tokens_per_s, 0) << " | " << (fp32 ? fixed(r.tokens_per_s / fp32->tokens_per_s, 2) : "-") << " | "
-        << fixed(r.tflops, 2) << " | " << fixed(100 * r.mfu, 1) << "% | "
+        << fixed(r.tflops, 3) << " | " << (std::isnan(r.mfu) ? "n/a" : fixed(100 * r.mfu, 1) + "%") << " | "
         << (r.peak_bytes ? fixed(static_cast<double>(*r.peak_bytes) / (1 << 20), 0) : "n/a") << " | "
         << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4) << " | "
         << (fp32 ? fixed(max_loss_gap(r, *fp32), 4) : "-") << " | " << r.detail << " |\n";
@@ -425,8 +434,8 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
     if (fp32 && &r != fp32) {
       initial_gaps[r.name] = max_loss_gap(r, *fp32, true);
       track_gaps[r.name] = max_loss_gap(r, *fp32);
-      initial_gap = std::max(initial_gap, initial_gaps[r.name].get<double>());
-      track_gap = std::max(track_gap, track_gaps[r.name].get<double>());
+      initial_gap = speedlabs::worst_gap(initial_gap, max_loss_gap(r, *fp32, true));
+      track_gap = speedlabs::worst_gap(track_gap, max_loss_gap(r, *fp32));
     }
   }
   if (fp32 && !initial_gaps.empty()) {
@@ -698,8 +707,8 @@ LadderResult run(const Config& config, const c10::Device& device, speedlabs::Rep
                  json{{"tflops", ladder.bf16_matmul_tflops}, {"n", config.matmul_size}, {"relative_error", error}},
                  "relative error <= 1e-2", error <= 1e-2);
   }
-  std::cout << "bf16 matmul (" << config.matmul_size << "^3): " << fixed(ladder.bf16_matmul_tflops, 2)
-            << " TFLOP/s on " << speedlabs::describe(device) << "\n";
+  std::cout << "bf16 matmul (" << config.matmul_size << "^3): " << flops_rate(ladder.bf16_matmul_tflops)
+            << " on " << speedlabs::describe(device) << "\n";
   // The rungs and the Python peers (child processes) run under one host-allocator policy that keeps
   // freed memory: with glibc's defaults every CPU step page-faults its big buffers in again, a cost the
   // ladder is not about and one that hits the C++ and Python sides unequally.
@@ -742,7 +751,7 @@ LadderResult run(const Config& config, const c10::Device& device, speedlabs::Rep
         auto peers = run_python_peers(config, device, shape, model_config, weights, batches, peer_failures[shape.name()]);
         for (auto& peer : peers) {
           peer.tflops = useful_flops_per_step / (peer.median_ms / 1e3) / 1e12;
-          peer.mfu = ladder.bf16_matmul_tflops > 0 ? peer.tflops / ladder.bf16_matmul_tflops : 0;
+          peer.mfu = mfu_of(peer.tflops, ladder.bf16_matmul_tflops, device);
           peer.detail = "Python " + std::string(peer.name.find("compile") != std::string::npos ? "torch.compile" : "eager") +
                         ", reference model (written-out attention)";
           ladder.peers.push_back(std::move(peer));

@@ -89,7 +89,7 @@ struct RungResult {
   double median_ms = 0;        ///< median step time of the measured steps
   double tokens_per_s = 0;     ///< B*T / median step time
   double tflops = 0;           ///< useful FLOP/s (FLOPs per token of the unpadded model) in 10^12
-  double mfu = 0;              ///< tflops / the measured bfloat16 matmul rate
+  double mfu = 0;              ///< tflops / the measured bfloat16 matmul rate; NaN off a CUDA GPU (see mfu_of)
   std::optional<int64_t> peak_bytes;  ///< peak device memory allocated (nullopt on the CPU)
   std::vector<double> losses;  ///< every step's loss, warm-up steps included
   std::string detail;          ///< e.g. the attention backend that ran

@@ -174,6 +174,29 @@ TEST(Lab05Observations, NonFiniteLossStopsNamingTheStep) {
   }
 }
 
+// The GradScaler skips an fp16 step whose loss overflows, but a loss that stays NaN is a run that cannot
+// recover: it stops as a failure to run (exit 3), not as a verdict that just counts skipped steps.
+TEST(Lab05Observations, Fp16LossThatStaysNonFiniteStopsTheRun) {
+  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  auto config = lab05::quick_config();
+  config.modes = {Precision::fp16};
+  config.steps = 20;  // room for the scaler to skip a few overflowing steps before the first update
+  config.batch = 1;   // fp16 autocast is slow on a CPU: the smallest batch keeps this test to seconds
+  config.seq = 8;
+  config.lr = std::numeric_limits<double>::infinity();  // the first update makes every weight non-finite
+  speedlabs::Report report("05_gpt2", "cpu");
+  try {
+    lab05::run(config, c10::Device(c10::kCPU), report);
+    FAIL() << "expected a RuntimeFailure after 8 non-finite fp16 losses in a row";
+  } catch (const speedlabs::RuntimeFailure& e) {
+    const std::string message = e.what();
+    if (message.find("no precision mode can run") != std::string::npos) {
+      GTEST_SKIP() << "this libtorch has no float16 autocast on the CPU: " << message;
+    }
+    EXPECT_NE(message.find("at 8 steps in a row"), std::string::npos) << message;
+  }
+}
+
 TEST(Lab05Observations, SequenceLongerThanTheBlockIsAUsageError) {
   auto config = lab05::quick_config();
   config.seq = gpt::GPTConfig::tiny().block_size + 1;

@@ -94,7 +94,8 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
     if (!r.ran) continue;
     EXPECT_GT(r.median_ms, 0) << r.name;
     EXPECT_GT(r.tokens_per_s, 0) << r.name;
-    EXPECT_GT(r.mfu, 0) << r.name;
+    EXPECT_GT(r.tflops, 0) << r.name;
+    EXPECT_TRUE(std::isnan(r.mfu)) << r.name << ": MFU against a bf16 peak means nothing for a CPU's rungs";
     EXPECT_FALSE(r.peak_bytes.has_value()) << r.name;
   }
   const auto sdpa = report.at("rung_sdpa_2x32").measured.at("detail").get<std::string>();
