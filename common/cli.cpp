@@ -5,9 +5,12 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <new>
+#include <regex>
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/format.h"
 
 namespace speedlabs {
 
@@ -68,6 +71,23 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
 
 }  // namespace
 
+std::string out_of_memory_message(const std::string& what) {
+  // libtorch says "CUDA out of memory. Tried to allocate 2.00 GiB" on a GPU and "DefaultCPUAllocator: not
+  // enough memory: you tried to allocate 1234 bytes" on the host; std::bad_alloc says neither.
+  const bool gpu = what.find("CUDA") != std::string::npos;
+  std::string size;
+  std::smatch match;
+  if (std::regex_search(what, match, std::regex(R"(allocate (\d+) bytes)"))) {
+    size = " (" + format_bytes(std::stod(match[1].str())) + ")";
+  } else if (std::regex_search(what, match, std::regex(R"([Tt]ried to allocate ([0-9.]+ [KMGT]?i?B))"))) {
+    size = " (" + match[1].str() + ")";
+  }
+  return std::string("out of ") + (gpu ? "GPU" : "host") + " memory: an allocation" + size +
+         " failed. Try a smaller --batch or sequence length (--help lists this lab's flags)" +
+         (gpu ? "" : ", or close what else is using the machine's memory") + ".\n  libtorch said: " +
+         (what.empty() ? "nothing" : what.substr(0, what.find('\n')));
+}
+
 int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run) {
   CLI::App app{"speedlabs lab " + info.folder + ": " + info.description};
   CommonFlags flags;
@@ -95,8 +115,10 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
     std::cerr << me << ": " << e.what() << "\n";
     return kExitNotImplemented;
   } catch (const c10::OutOfMemoryError& e) {
-    std::cerr << me << ": out of memory on the device: try a smaller --batch or sequence length.\n"
-              << e.what_without_backtrace() << "\n";
+    std::cerr << me << ": error: " << out_of_memory_message(e.what_without_backtrace()) << "\n";
+    return kExitRuntime;
+  } catch (const std::bad_alloc&) {
+    std::cerr << me << ": error: " << out_of_memory_message("std::bad_alloc") << "\n";
     return kExitRuntime;
   } catch (const RuntimeFailure& e) {
     std::cerr << me << ": error: " << e.what() << "\n";

@@ -45,6 +45,10 @@ using RunExperiment = std::function<void(const LabContext&, Report&)>;
 /// (missing data, NaN, out of memory), 4 an exercise is still a stub.
 int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run);
 
+/// What a lab prints when memory runs out: host or GPU, the size of the allocation that failed (from
+/// libtorch's message @p what), and which flags make the run smaller.
+std::string out_of_memory_message(const std::string& what);
+
 /// Adds an integer flag that must be at least @p minimum (CLI11 reports a violation as a usage error).
 CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help,
                           int minimum = 1);

@@ -16,4 +16,15 @@ inline std::string fixed(double value, int digits) {
   return text.str();
 }
 
+/// A byte count in binary units: format_bytes(1536) is "1.5 KiB", format_bytes(3 << 30) is "3.0 GiB".
+inline std::string format_bytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fixed(bytes, 0) + " bytes" : fixed(bytes, 1) + " " + units[unit];
+}
+
 }  // namespace speedlabs

@@ -8,7 +8,8 @@
 
 namespace speedlabs {
 
-/// Redrawn in place with \r, and only on a terminal, so logs, pipes and --json output stay clean.
+/// Redrawn in place (a carriage return, no newline), and only on a terminal, so logs, pipes and --json
+/// output stay clean.
 class ProgressBar {
  public:
   /// `wanted`: the lab's --progress-bar choice (on unless --no-progress-bar); `total`: the steps in all.

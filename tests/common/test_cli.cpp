@@ -3,11 +3,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/format.h"
 
 namespace {
 
@@ -110,4 +112,31 @@ TEST(Cli, JsonRefusesAFolderAndPrintsToStdoutOnDash) {
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("\"observations\""), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists("-"));
+}
+
+// Running out of memory is a run that could not be made (exit 3), with a message a student can act on:
+// host or GPU, how big the failed allocation was, and which flags make the run smaller.
+TEST(Cli, OutOfMemorySaysWhereHowMuchAndWhatToChange) {
+  const std::string host = speedlabs::out_of_memory_message(
+      "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to allocate "
+      "10737418240 bytes.");
+  EXPECT_NE(host.find("out of host memory"), std::string::npos) << host;
+  EXPECT_NE(host.find("(10.0 GiB)"), std::string::npos) << host;
+  EXPECT_NE(host.find("--batch"), std::string::npos) << host;
+
+  const std::string gpu = speedlabs::out_of_memory_message(
+      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.8 GiB");
+  EXPECT_NE(gpu.find("out of GPU memory"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("(2.00 GiB)"), std::string::npos) << gpu;
+
+  EXPECT_EQ(run_with({}, [](const auto&, auto&) { throw std::bad_alloc(); }), 3);
+  EXPECT_EQ(run_with({}, [](const auto&, auto&) {
+              TORCH_CHECK_WITH(OutOfMemoryError, false, "DefaultCPUAllocator: not enough memory: you tried to allocate 64 bytes.");
+            }), 3);
+}
+
+TEST(Cli, FormatBytesUsesBinaryUnits) {
+  EXPECT_EQ(speedlabs::format_bytes(512), "512 bytes");
+  EXPECT_EQ(speedlabs::format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(speedlabs::format_bytes(3.0 * (1 << 30)), "3.0 GiB");
 }
