@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <thread>
@@ -239,22 +240,28 @@ int worker_main(int argc, char** argv, const std::string& spec_text) {
   MpiCommunicator comm(&argc, &argv);
   torch::set_num_threads(1);  // one intra-op thread per worker: the workers are the parallelism
   int code = speedlabs::kExitRuntime;
+  std::string why;
   try {
     const JobSpec spec = job_spec_from_json(nlohmann::json::parse(spec_text));
     const auto result = run_job(spec, comm);
     if (comm.rank() == 0) speedlabs::write_file_atomically(spec.out_path, result.dump(1) + "\n");
     return 0;
   } catch (const speedlabs::UsageError& e) {
-    std::cerr << "lab10 worker " << comm.rank() << ": error: " << e.what() << std::endl;
+    why = std::string("error: ") + e.what();
     code = speedlabs::kExitUsage;
   } catch (const speedlabs::NotImplementedError& e) {
-    std::cerr << "lab10 worker " << comm.rank() << ": " << e.what() << std::endl;
+    why = e.what();
     code = speedlabs::kExitNotImplemented;
   } catch (const c10::Error& e) {
-    std::cerr << "lab10 worker " << comm.rank() << ": libtorch error: " << e.what_without_backtrace() << std::endl;
+    why = std::string("libtorch error: ") + e.what_without_backtrace();
   } catch (const std::exception& e) {
-    std::cerr << "lab10 worker " << comm.rank() << ": error: " << e.what() << std::endl;
+    why = std::string("error: ") + e.what();
   }
+  // One write of the whole line: stderr is unbuffered, and piece by piece another process's output (here
+  // mpirun's abort banner) can land inside it, so that the launcher cannot find the worker's message.
+  const std::string line = "lab10 worker " + std::to_string(comm.rank()) + ": " + why + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
   comm.abort(code);  // the other workers may be waiting in an all-reduce: end them all, now
 }
 
