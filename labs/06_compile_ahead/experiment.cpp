@@ -1,7 +1,6 @@
 #include "experiment.h"
 
 #include <c10/core/CachingDeviceAllocator.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "common/gpt.h"
 #include "common/host_memory.h"
 #include "common/memory.h"
+#include "common/process.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -142,6 +142,11 @@ std::string flops_rate(double tflops) {
   return tflops >= 1 ? fixed(tflops, 2) + " TFLOP/s" : fixed(tflops * 1e3, 1) + " GFLOP/s";
 }
 
+// Ctrl-C or SIGTERM (install_stop_handlers, in run) stops the ladder between two steps.
+void stop_if_asked(const std::string& rung) {
+  if (speedlabs::stop_requested()) throw speedlabs::RuntimeFailure("interrupted during the " + rung + " rung");
+}
+
 // One rung's training steps at one shape, each timed through common/timer.
 struct RungRunner {
   const Config& config;
@@ -182,6 +187,7 @@ struct RungRunner {
     auto losses = torch::zeros({total_steps()}, torch::TensorOptions().device(device));
     std::vector<double> times;
     for (int i = 0; i < total_steps(); ++i) {
+      stop_if_asked(result.name);
       times.push_back(speedlabs::time_once_ms(
           [&] {
             const auto loss = lab05::train_step(model, *optimizer, unused_scaler, batches.x[i], batches.y[i], precision);
@@ -261,6 +267,15 @@ struct RungRunner {
   }
 };
 
+// Files that one run of the Python peers needs, removed on every way out (an exception, an interrupt).
+struct TemporaryFiles {
+  std::vector<std::string> paths;
+  ~TemporaryFiles() {
+    std::error_code ignored;
+    for (const auto& path : paths) std::filesystem::remove(path, ignored);
+  }
+};
+
 // Runs tests/reference/gpt_peers.py on the same weights and batches; returns its peers or a reason.
 std::vector<RungResult> run_python_peers(const Config& config, const c10::Device& device, const Shape& shape,
                                          const gpt::GPTConfig& model_config, const gpt::NamedTensors& weights,
@@ -276,9 +291,12 @@ std::vector<RungResult> run_python_peers(const Config& config, const c10::Device
   for (const auto& [name, value] : weights) state.emplace_back("param/" + name, value);
   state.emplace_back("x", torch::stack(std::vector<torch::Tensor>(batches.x.begin(), batches.x.begin() + total)));
   state.emplace_back("y", torch::stack(std::vector<torch::Tensor>(batches.y.begin(), batches.y.begin() + total)));
-  const fs::path state_file =
-      fs::temp_directory_path() / ("speedlabs-lab06-" + std::to_string(getpid()) + "-" + shape.name() + ".spdl");
-  gpt::write_tensor_file(state_file.string(), state);
+  const fs::path stem = fs::temp_directory_path() / ("speedlabs-lab06-" + std::to_string(getpid()) + "-" + shape.name());
+  // The state for the peers, their result, and the result while gpt_peers.py writes it.
+  const TemporaryFiles temporary{{stem.string() + ".spdl", stem.string() + ".json", stem.string() + ".json.tmp"}};
+  const std::string& state_file = temporary.paths[0];
+  const std::string& result_file = temporary.paths[1];
+  gpt::write_tensor_file(state_file, state);
 
   const auto joined = [](const std::vector<std::string>& items) {
     std::string text;
@@ -287,28 +305,39 @@ std::vector<RungResult> run_python_peers(const Config& config, const c10::Device
   };
   const std::string device_name = device.is_cuda() ? "cuda:" + std::to_string(device.has_index() ? device.index() : 0)
                                                    : "cpu";
-  const std::string command = "'" + config.python + "' '" SPEEDLABS_SOURCE_DIR "/tests/reference/gpt_peers.py' --state '" +
-                              state_file.string() + "' --device " + device_name + " --modes '" + joined(config.peer_modes) +
-                              "' --compile-modes '" + joined(config.compile_modes) + "' --warmup " +
-                              std::to_string(config.warmup) + " --steps " + std::to_string(config.steps);
+  // An argv vector, never a shell: no path (--python, the temp folder) can become a command.
+  const std::vector<std::string> argv{config.python, SPEEDLABS_SOURCE_DIR "/tests/reference/gpt_peers.py",
+                                      "--state", state_file, "--out", result_file, "--device", device_name,
+                                      "--modes", joined(config.peer_modes), "--compile-modes",
+                                      joined(config.compile_modes), "--warmup", std::to_string(config.warmup),
+                                      "--steps", std::to_string(config.steps)};
   // The C++ side's cached memory would otherwise sit unused next to the peers' on the same GPU.
   if (!device.is_cpu()) c10::getDeviceAllocator(device.type())->emptyCache();
-  std::cout << "  python peers: " << command << "\n" << std::flush;
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe) {
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  }
-  const int status = pipe ? pclose(pipe) : -1;
-  std::error_code ignored;
-  fs::remove(state_file, ignored);
-  if (status != 0) {
-    failure = "gpt_peers.py failed (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-              "); its error is printed above";
+  std::cout << "  python peers:";
+  for (const auto& arg : argv) std::cout << " " << arg;
+  std::cout << "\n" << std::flush;
+  speedlabs::ProcessResult process;
+  try {
+    process = speedlabs::run_process(argv);
+  } catch (const speedlabs::RuntimeFailure& error) {  // the Python could not be started at all
+    failure = error.what();
     return {};
   }
+  if (process.interrupted) {
+    throw speedlabs::RuntimeFailure("interrupted while the Python peers ran (" + shape.name() +
+                                    "); they were stopped and their temporary files removed");
+  }
+  if (!process.ok()) {
+    std::cerr << process.output;
+    failure = "gpt_peers.py failed (" + process.describe() + "); its output is printed above";
+    return {};
+  }
+  std::ifstream result_in(result_file);
+  if (!result_in) {
+    failure = "gpt_peers.py exited 0 without writing " + result_file;
+    return {};
+  }
+  const std::string output((std::istreambuf_iterator<char>(result_in)), std::istreambuf_iterator<char>());
   std::vector<RungResult> peers;
   try {
     const json printed = json::parse(output);  // kept alive: the loop below walks a part of it
@@ -327,7 +356,7 @@ std::vector<RungResult> run_python_peers(const Config& config, const c10::Device
       peers.push_back(std::move(result));
     }
   } catch (const json::exception& error) {
-    failure = std::string("gpt_peers.py printed no valid result: ") + error.what();
+    failure = std::string("gpt_peers.py wrote no valid result: ") + error.what();
     return {};
   }
   return peers;
@@ -676,6 +705,7 @@ std::string sdpa_backend(const c10::Device& device, const Shape& shape, int64_t 
 }
 
 LadderResult run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  speedlabs::install_stop_handlers();  // Ctrl-C: stop between steps, end the Python peers, remove temp files
   if (config.warmup < 0 || config.steps < 1) {
     throw speedlabs::UsageError("--warmup must be >= 0 and --steps >= 1");
   }

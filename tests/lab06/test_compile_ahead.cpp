@@ -1,8 +1,10 @@
 // Lab 06: the padded vocabulary, the optimizers' given parts (their updates, the exercise, are graded in
 // graded.cpp), and the ladder's observations on the tiny model on this machine (the CUDA-graph rung is not applicable without a GPU).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "common/device.h"
@@ -117,6 +119,31 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   EXPECT_EQ(result.peers[1].name, "python_eager_bf16");
   EXPECT_EQ(report.at("python_compile_tracks_cpp_2x32").verdict, Verdict::not_applicable);
   EXPECT_EQ(report.exit_code(), 0);
+}
+
+// The peers start from an argv vector, never a shell: a --python path with a quote in it is a file name
+// that does not exist, not a command (it once ran "touch"), and no temporary file of the run is left.
+TEST(Lab06LadderOnCpu, APythonPathIsNeverRunAsAShellCommand) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::temp_directory_path() / ("speedlabs-test-lab06-" + std::to_string(getpid()));
+  fs::create_directories(folder);
+  const fs::path injected = folder / "INJECTED";
+  auto config = lab06::quick_config();
+  config.top = lab06::Rung::fp32;
+  config.peer_modes = {"fp32"};
+  config.python = "/bin/true'; touch '" + injected.string() + "'; '";
+  speedlabs::Report report("06_compile_ahead", "cpu");
+  lab06::run(config, c10::Device(c10::kCPU), report);
+
+  EXPECT_FALSE(fs::exists(injected));
+  const auto& peers = report.at("python_peers_2x32");
+  EXPECT_EQ(peers.verdict, Verdict::fails);
+  EXPECT_NE(peers.measured.dump().find("cannot start"), std::string::npos) << peers.measured.dump();
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path())) {
+    EXPECT_EQ(entry.path().filename().string().rfind("speedlabs-lab06-" + std::to_string(getpid()), 0),
+              std::string::npos) << "left behind: " << entry.path();
+  }
+  fs::remove_all(folder);
 }
 
 // The torch.compile peer, asked for on the CPU: it compiles (tens of seconds on two cores), reports its

@@ -87,6 +87,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="steps before the measured ones")
     parser.add_argument("--steps", type=int, default=20, help="measured steps")
     parser.add_argument("--compile-modes", default="", help="comma-separated modes to run again under torch.compile")
+    parser.add_argument("--out", help="write the JSON result to this file (default: print it)")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     compile_modes = [m for m in args.compile_modes.split(",") if m]
@@ -106,7 +107,14 @@ def main():
     except (OSError, ValueError, KeyError, RuntimeError) as error:
         print(f"gpt_peers: {error}", file=sys.stderr)
         return 2
-    print(json.dumps({"torch": torch.__version__, "device": str(device), "peers": peers}))
+    result = json.dumps({"torch": torch.__version__, "device": str(device), "peers": peers})
+    if args.out:
+        temporary = args.out + ".tmp"  # written whole, then moved into place
+        with open(temporary, "w") as out:
+            out.write(result + "\n")
+        os.replace(temporary, args.out)
+    else:
+        print(result)
     return 0
 
 
