@@ -1,8 +1,5 @@
 #include "experiment.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -23,6 +20,7 @@
 #include "common/format.h"
 #include "common/gpt.h"
 #include "common/memory.h"
+#include "common/process.h"
 #include "common/progress.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
@@ -423,7 +421,13 @@ bool write_plots(const std::vector<ModeResult>& results, const std::string& dire
   script << "$speed << EOD\n";
   for (const auto& r : results) script << speedlabs::to_string(r.mode) << ' ' << r.tokens_per_s << '\n';
   script << "EOD\n";
-  const auto path = [&](const std::string& file) { return (std::filesystem::path(directory) / file).string(); };
+  // A file name inside a gnuplot single-quoted string: a quote in it is written twice, so the name stays
+  // data (a folder named "it's" once broke the script) and can never end the string early.
+  const auto path = [&](const std::string& file) {
+    std::string quoted;
+    for (const char c : (std::filesystem::path(directory) / file).string()) quoted += c == '\'' ? "''" : std::string(1, c);
+    return quoted;
+  };
   script << "set output '" << path("lab05_loss.svg") << "'\n"
          << "set title 'Training loss per step: " << title << "'\nset xlabel 'step'\nset ylabel 'loss (nat)'\n"
          << "set grid\nset key top right\nplot ";
@@ -437,17 +441,18 @@ bool write_plots(const std::vector<ModeResult>& results, const std::string& dire
          << "plot $speed using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.0f', $2)) with labels offset 0,1\n"
          << "unset output\n";
 
-  FILE* gnuplot = popen("gnuplot 2>&1", "w");
-  if (!gnuplot) {
-    std::cerr << "lab05: no plots: cannot start gnuplot\n";
+  speedlabs::ProcessOptions options;
+  options.input = script.str();  // the script on gnuplot's stdin: an argv vector, no shell
+  options.timeout_s = 60;
+  speedlabs::ProcessResult gnuplot;
+  try {
+    gnuplot = speedlabs::run_process({"gnuplot"}, options);
+  } catch (const speedlabs::RuntimeFailure& e) {
+    std::cerr << "lab05: no plots: " << e.what() << "; install gnuplot (Debian: gnuplot-nox) to get them\n";
     return false;
   }
-  const std::string text = script.str();
-  std::fwrite(text.data(), 1, text.size(), gnuplot);
-  const int status = pclose(gnuplot);
-  if (status != 0) {
-    std::cerr << "lab05: no plots: gnuplot is missing or failed (exit status " << WEXITSTATUS(status)
-              << "); install gnuplot (Debian: gnuplot-nox) to get them\n";
+  if (!gnuplot.ok()) {
+    std::cerr << "lab05: no plots: gnuplot failed (" << gnuplot.describe() << "): " << gnuplot.output << "\n";
     return false;
   }
   return true;

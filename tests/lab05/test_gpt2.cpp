@@ -1,6 +1,7 @@
 // Lab 05: the GPT-2 model of common/gpt and the observations of a short tiny-model run through the same
 // experiment the program runs. The exercise and the parity with Python PyTorch are graded in graded.cpp.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "common/errors.h"
 #include "common/gpt.h"
 #include "common/precision.h"
+#include "common/process.h"
 #include "datasets/data_files.h"
 #include "labs/05_gpt2/experiment.h"
 #include "tests/support/expect.h"
@@ -195,6 +197,26 @@ TEST(Lab05Observations, Fp16LossThatStaysNonFiniteStopsTheRun) {
     }
     EXPECT_NE(message.find("at 8 steps in a row"), std::string::npos) << message;
   }
+}
+
+// gnuplot gets its script on stdin from an argv vector, and a folder name is data inside the script:
+// a quote in it once ended gnuplot's string early and the plots failed with a wrong "install gnuplot".
+TEST(Lab05Plots, AFolderWithAQuoteInItsNameGetsBothPlots) {
+  namespace fs = std::filesystem;
+  try {
+    speedlabs::run_process({"gnuplot", "--version"});
+  } catch (const speedlabs::RuntimeFailure&) {
+    GTEST_SKIP() << "gnuplot is not installed";
+  }
+  const fs::path folder = fs::temp_directory_path() / ("speedlabs-lab05 it's-" + std::to_string(getpid()));
+  lab05::ModeResult fp32;
+  fp32.mode = Precision::fp32;
+  fp32.steps = {{0, 10.8, 5.0, 100.0}, {1, 9.5, 5.0, 100.0}};
+  fp32.tokens_per_s = 100.0;
+  ASSERT_TRUE(lab05::write_plots({fp32}, folder.string(), "a test"));
+  EXPECT_GT(fs::file_size(folder / "lab05_loss.svg"), 0u);
+  EXPECT_GT(fs::file_size(folder / "lab05_tokens_per_s.svg"), 0u);
+  fs::remove_all(folder);
 }
 
 TEST(Lab05Observations, SequenceLongerThanTheBlockIsAUsageError) {
