@@ -18,6 +18,13 @@ CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, co
   return app.add_option(name, value, help)->check(CLI::Range(minimum, std::numeric_limits<int>::max()))->capture_default_str();
 }
 
+CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int64_t& value, const std::string& help,
+                          int64_t minimum) {
+  return app.add_option(name, value, help)
+      ->check(CLI::Range(minimum, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+}
+
 CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& value, const std::string& help,
                              double above) {
   const CLI::Validator finite_above(

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/observations.h"
 
@@ -52,6 +53,9 @@ std::string out_of_memory_message(const std::string& what);
 /// Adds an integer flag that must be at least @p minimum (CLI11 reports a violation as a usage error).
 CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help,
                           int minimum = 1);
+/// add_int_flag() for a 64-bit value (a batch or sequence size).
+CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int64_t& value, const std::string& help,
+                          int64_t minimum = 1);
 
 /// Adds a floating-point flag that must be a finite number above @p above (NaN, inf and values at or
 /// below @p above are usage errors, exit 2): the one validator every lab's real-valued flag uses.
@@ -61,5 +65,63 @@ CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& val
 /// Adds a random-seed flag: a whole number from 0 to 2^63 - 1. A negative or larger value is a usage
 /// error, not silently wrapped into another seed.
 CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed);
+
+/// One convention for every lab's flags. A run starts from the lab's defaults, or under --quick from its
+/// quick configuration (either adapted to the device by the lab); then every flag given on the command
+/// line is set on top. So an explicit flag always wins over --quick, and --quick changes only what was
+/// not given. The parser writes into parsed(), a Config holding the full run's defaults (what --help shows).
+///
+///     speedlabs::ConfigFlags<lab05::Config> flags;
+///     flags.int_option(app, "--steps", &lab05::Config::steps, "training steps per mode");
+///     ...
+///     lab05::run(flags.apply(context.flags.quick ? lab05::quick_config() : lab05::Config{}), ...);
+template <class Config>
+class ConfigFlags {
+ public:
+  ConfigFlags() = default;
+  ConfigFlags(const ConfigFlags&) = delete;  // its rules point into this object
+  ConfigFlags& operator=(const ConfigFlags&) = delete;
+
+  /// Where the parser writes the flags' values.
+  Config& parsed() { return parsed_; }
+
+  /// A flag that sets the field @p member: added with its default shown; chain ->check() for its choices.
+  template <class T>
+  CLI::Option* option(CLI::App& app, const std::string& name, T Config::*member, const std::string& help) {
+    return bind(app.add_option(name, parsed_.*member, help)->capture_default_str(), member);
+  }
+  /// An integer field that must be at least @p minimum (add_int_flag).
+  template <class T>
+  CLI::Option* int_option(CLI::App& app, const std::string& name, T Config::*member, const std::string& help,
+                          T minimum = 1) {
+    return bind(add_int_flag(app, name, parsed_.*member, help, minimum), member);
+  }
+  /// A real-valued field that must be finite and above @p above (add_number_flag).
+  CLI::Option* number_option(CLI::App& app, const std::string& name, double Config::*member, const std::string& help,
+                             double above = 0.0) {
+    return bind(add_number_flag(app, name, parsed_.*member, help, above), member);
+  }
+  /// A flag whose value needs translating (a list, an enum): @p set runs on the config when it was given.
+  CLI::Option* on_given(CLI::Option* flag, std::function<void(Config&)> set) {
+    rules_.push_back([flag, set = std::move(set)](Config& config) {
+      if (flag->count() > 0) set(config);
+    });
+    return flag;
+  }
+  /// The configuration to run: @p base with every flag that was given set on top.
+  Config apply(Config base) const {
+    for (const auto& rule : rules_) rule(base);
+    return base;
+  }
+
+ private:
+  template <class T>
+  CLI::Option* bind(CLI::Option* flag, T Config::*member) {
+    return on_given(flag, [this, member](Config& config) { config.*member = parsed_.*member; });
+  }
+
+  Config parsed_;
+  std::vector<std::function<void(Config&)>> rules_;
+};
 
 }  // namespace speedlabs

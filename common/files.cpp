@@ -63,6 +63,16 @@ void require_writable(const std::string& path) {
   std::remove(probe.c_str());
 }
 
+void require_output_folder(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error || !std::filesystem::is_directory(path, error)) {
+    throw UsageError("cannot write into '" + path + "': " +
+                     (error ? error.message() : std::string("it is a file, not a folder")));
+  }
+  if (::access(path.c_str(), W_OK) != 0) throw UsageError("cannot write into '" + path + "': the folder is not writable");
+}
+
 bool try_write_file_atomically(const std::string& path, std::string_view bytes) {
   if (!not_a_regular_file(path).empty()) return false;  // never turn a device, FIFO or link into a file
   static std::atomic<int> counter{0};

@@ -22,6 +22,11 @@ std::string read_user_file(const std::string& path);
 /// @param path  the file a run will write
 void require_writable(const std::string& path);
 
+/// Throws UsageError unless @p path is a folder results can be written into (checked before a long run,
+/// not after): an existing writable folder, or one that can be created (it is created then).
+/// @param path  the folder a run will write into
+void require_output_folder(const std::string& path);
+
 /// True for "-" and "/dev/stdout": results asked for there are printed as a stream, not written atomically.
 /// @param path  an output path as given on the command line
 bool is_stream_path(const std::string& path);

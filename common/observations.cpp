@@ -6,16 +6,14 @@
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/named_enum.h"
 
 namespace speedlabs {
 
 std::string to_string(Verdict v) {
-  switch (v) {
-    case Verdict::holds: return "holds";
-    case Verdict::fails: return "fails";
-    case Verdict::not_applicable: return "not_applicable";
-  }
-  return "?";
+  static const EnumNames<Verdict> names(
+      "verdict", {{Verdict::holds, "holds"}, {Verdict::fails, "fails"}, {Verdict::not_applicable, "not_applicable"}});
+  return names.name(v);
 }
 
 Report::Report(std::string lab, std::string device) : lab_(std::move(lab)), device_(std::move(device)) {}

@@ -2,31 +2,21 @@
 
 #include <ATen/Context.h>
 
-#include "common/errors.h"
-
 namespace speedlabs {
 
-const std::vector<Precision>& all_precisions() {
-  static const std::vector<Precision> modes{Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16};
-  return modes;
+const EnumNames<Precision>& precision_names() {
+  static const EnumNames<Precision> names("precision", {{Precision::fp32, "fp32"},
+                                                        {Precision::tf32, "tf32"},
+                                                        {Precision::bf16, "bf16"},
+                                                        {Precision::fp16, "fp16"}});
+  return names;
 }
 
-std::string to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-  }
-  return "?";
-}
+const std::vector<Precision>& all_precisions() { return precision_names().values(); }
 
-Precision parse_precision(const std::string& name) {
-  for (Precision p : all_precisions()) {
-    if (to_string(p) == name) return p;
-  }
-  throw UsageError("unknown precision '" + name + "': choose fp32, tf32, bf16 or fp16");
-}
+std::string to_string(Precision p) { return precision_names().name(p); }
+
+Precision parse_precision(const std::string& name) { return precision_names().parse(name); }
 
 std::string current_matmul_precision() {
   switch (at::globalContext().float32MatmulPrecision()) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/named_enum.h"
+
 namespace speedlabs {
 
 /// How a training step computes. The weights are float32 in every mode (master weights).
@@ -15,6 +17,9 @@ enum class Precision {
   bf16,  ///< autocast to bfloat16
   fp16   ///< autocast to float16, with a GradScaler
 };
+
+/// Every mode in the order the lessons compare them, with its name: "fp32", "tf32", "bf16", "fp16".
+const EnumNames<Precision>& precision_names();
 
 /// All modes in the order the lessons compare them.
 const std::vector<Precision>& all_precisions();

@@ -208,6 +208,10 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_stop_signal != 0; }
 
+void stop_if_asked(const std::string& where) {
+  if (stop_requested()) throw RuntimeFailure("interrupted " + where);
+}
+
 int stop_signal() { return g_stop_signal; }
 
 }  // namespace speedlabs

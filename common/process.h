@@ -49,6 +49,11 @@ void install_stop_handlers();
 /// True once SIGINT or SIGTERM arrived after install_stop_handlers().
 bool stop_requested();
 
+/// Throws RuntimeFailure("interrupted " + @p where) when stop_requested(): a long run calls it between
+/// two steps, so it stops there, its files whole, and says where it was.
+/// @param where  e.g. "at step 12 of mode bf16"
+void stop_if_asked(const std::string& where);
+
 /// The signal that asked to stop (SIGINT or SIGTERM), 0 when none did.
 int stop_signal();
 

@@ -14,6 +14,10 @@ class ProgressBar {
  public:
   /// `wanted`: the lab's --progress-bar choice (on unless --no-progress-bar); `total`: the steps in all.
   ProgressBar(bool wanted, int total) : enabled_(wanted && isatty(STDERR_FILENO)), total_(total) {}
+  /// Erases the bar: an error message after an exception starts on a clean line.
+  ~ProgressBar() { clear(); }
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
 
   /// Shows `done` of `total` steps, with what is running now.
   void show(const std::string& label, int done) {

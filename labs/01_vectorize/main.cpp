@@ -3,24 +3,20 @@
 #include "experiment.h"
 
 int main(int argc, char** argv) {
-  lab01::Config config;
-  int64_t n = 0;
-  int repeats = 0;
+  speedlabs::ConfigFlags<lab01::Config> flags;
+  int repeats = flags.parsed().fast.repeats;
   return speedlabs::run_lab(
       argc, argv, {"01", "01_vectorize", "a loop vs vectorised code, same result, measured speed-up (runs on the CPU)", true},
       [&](CLI::App& app) {
-        app.add_option("--n", n, "how many values (default 1000000; --quick: 100000)")
+        flags.option(app, "--n", &lab01::Config::n, "how many values (--quick: 100000)")
             ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
-        app.add_option("--repeats", repeats, "measured calls of each fast variant (default 20)")
-            ->check(CLI::Range(1, 100000));
-        speedlabs::add_seed_flag(app, config.seed);
+        flags.on_given(speedlabs::add_int_flag(app, "--repeats", repeats, "measured calls of each fast variant")
+                           ->check(CLI::Range(1, 100000)),
+                       [&](lab01::Config& config) { config.fast.repeats = repeats; });
+        flags.on_given(speedlabs::add_seed_flag(app, flags.parsed().seed),
+                       [&](lab01::Config& config) { config.seed = flags.parsed().seed; });
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        const uint64_t seed = config.seed;
-        if (context.flags.quick) config = lab01::quick_config();
-        config.seed = seed;
-        if (n > 0) config.n = n;
-        if (repeats > 0) config.fast.repeats = repeats;
-        lab01::run(config, report);
+        lab01::run(flags.apply(context.flags.quick ? lab01::quick_config() : lab01::Config{}), report);
       });
 }

@@ -229,13 +229,6 @@ float accumulate_in_tensor(float weight, float update, int steps, c10::ScalarTyp
   return stored.item<float>();
 }
 
-void add_flags(CLI::App& app, Config& config) {
-  app.add_option("--steps", config.update_steps,
-                 "how many updates of 1e-4 each weight receives in the stalled-training experiment")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-}
-
 void run(const Config& config, speedlabs::Report& report) {
   print_format_table(format_table(Library::libtorch), std::cout);
 

@@ -2,7 +2,6 @@
 /// @brief Lab 02: what 16-bit numbers can and cannot hold, computed with your rounding (exercise.h) and
 /// checked against Eigen's and libtorch's types.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -156,11 +155,6 @@ float accumulate_in_tensor(float weight, float update, int steps, c10::ScalarTyp
 struct Config {
   int update_steps = 1000;  ///< how many updates of 1e-4 the weights in each format receive (1 to 100000)
 };
-
-/// Adds lab 02's own flag, --steps (1 to 100000), to the parser; bad values are usage errors (exit 2).
-/// @param app     the lab's parser
-/// @param config  receives the parsed values
-void add_flags(CLI::App& app, Config& config);
 
 /// Prints the format table and every experiment with each library's result, and records the observations
 /// fp32_1_plus_1e-8_is_1, fp16_1000_plus_0.3_is_1000.5, fp16_max_is_65504, fp16_70000_is_inf,

@@ -3,7 +3,7 @@
 #include "experiment.h"
 
 int main(int argc, char** argv) {
-  lab02::Config config;
+  speedlabs::ConfigFlags<lab02::Config> flags;
   return speedlabs::run_lab(
       argc, argv,
       {"02", "02_float16_limits",
@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
        "Runs on the CPU whatever --device says: rounding belongs to the number format, not to the device; "
        "--quick changes nothing, the whole lab takes well under a second",
        true},
-      [&](CLI::App& app) { lab02::add_flags(app, config); },
-      [&](const speedlabs::LabContext&, speedlabs::Report& report) { lab02::run(config, report); });
+      [&](CLI::App& app) {
+        flags.option(app, "--steps", &lab02::Config::update_steps,
+                     "how many updates of 1e-4 each weight receives in the stalled-training experiment")
+            ->check(CLI::Range(1, 100000));
+      },
+      [&](const speedlabs::LabContext&, speedlabs::Report& report) { lab02::run(flags.apply({}), report); });
 }

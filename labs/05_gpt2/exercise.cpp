@@ -33,12 +33,13 @@ torch::Tensor causal_attention(const torch::Tensor& /*q*/, const torch::Tensor& 
 // - The autocast dtype: bf16 -> c10::kBFloat16, fp16 -> c10::kHalf, none for fp32 and tf32. A
 //   speedlabs::AutocastGuard(x.device().type(), dtype, enabled) in a block around model->forward(x, y).loss
 //   (pass enabled = false for the modes without autocast).
-// - fp16: scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update(). Other modes:
+// - fp16 needs the scaler: TORCH_CHECK(scaler != nullptr, "...") first, then after the forward pass
+//   scaler->scale(loss).backward(); scaler->step(optimizer); scaler->update(). Other modes:
 //   loss.backward(); optimizer.step(). Then optimizer.zero_grad().
 // - Return loss.detach().to(torch::kFloat): no .item(), nothing waits for the device.
 torch::Tensor train_step(speedlabs::gpt::GPT& /*model*/, torch::optim::Optimizer& /*optimizer*/,
-                         lab03::GradScaler& /*scaler*/, const torch::Tensor& /*x*/, const torch::Tensor& /*y*/,
-                         speedlabs::Precision /*precision*/) {
+                         const torch::Tensor& /*x*/, const torch::Tensor& /*y*/, speedlabs::Precision /*precision*/,
+                         lab03::GradScaler* /*scaler*/) {
   // TODO(lab05): one training step in the given precision mode.
   speedlabs::not_implemented("05", "05_gpt2", "train_step");
 }

@@ -30,7 +30,7 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
 /// - bf16: the forward pass and the loss under autocast to bfloat16 (float32's exponent range: no scaling).
 /// - fp16: the forward pass and the loss under autocast to float16; the loss scaled by @p scaler before
 ///   backward, the optimizer stepped through the scaler (skipped when a gradient is inf/NaN), the scale
-///   updated. Other modes leave @p scaler alone.
+///   updated. Only fp16 needs a scaler; the other modes take none (nullptr).
 ///
 /// Backward runs outside autocast. After the optimizer step the gradients are zeroed. The matmul
 /// precision in force before the call is restored after it. The weights stay float32 in every mode.
@@ -38,12 +38,12 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
 /// can capture the step in a CUDA graph.
 /// @param model      the model (on the batch's device)
 /// @param optimizer  its optimizer
-/// @param scaler     lab 03's loss scaler, used in fp16 only
 /// @param x          (B, T) input ids on the model's device
 /// @param y          (B, T) target ids on the model's device
 /// @param precision  the mode
+/// @param scaler     lab 03's loss scaler: required in fp16 (c10::Error without one), nullptr in the other modes
 /// @return the (unscaled) loss of the forward pass: a detached float32 0-dim tensor on the device
-torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, lab03::GradScaler& scaler,
-                         const torch::Tensor& x, const torch::Tensor& y, speedlabs::Precision precision);
+torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x,
+                         const torch::Tensor& y, speedlabs::Precision precision, lab03::GradScaler* scaler = nullptr);
 
 }  // namespace lab05

@@ -1,31 +1,23 @@
 #include "experiment.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "common/autocast_guard.h"
 #include "common/curves.h"
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/format.h"
 #include "common/gpt.h"
-#include "common/memory.h"
 #include "common/process.h"
-#include "common/progress.h"
-#include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
-#include "exercise.h"
+#include "training.h"
 
 namespace lab05 {
 
@@ -57,41 +49,13 @@ namespace {
 // loss by whole nats.
 constexpr double kTrackTolerance = 0.25;
 // The initial loss of a model that guesses uniformly is ln(vocab); small random logits add a little.
-constexpr double kInitialLossTolerance = 0.3;
+constexpr double kLnVocabTolerance = 0.3;
 // Training must lower the loss by at least this much (mean of the last 10% of steps vs step 0).
 constexpr double kMinLossDrop = 0.5;
-
-// Ctrl-C: the handler only sets a flag; the loop stops between steps, so the CSV keeps whole lines.
-volatile std::sig_atomic_t interrupted = 0;
-extern "C" void on_sigint(int) { interrupted = 1; }
-
-class SigintHandler {
- public:
-  SigintHandler() {
-    interrupted = 0;
-    struct sigaction action {};
-    action.sa_handler = on_sigint;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_);
-  }
-  ~SigintHandler() { sigaction(SIGINT, &previous_, nullptr); }
-  SigintHandler(const SigintHandler&) = delete;
-  SigintHandler& operator=(const SigintHandler&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
 
 std::string megabytes(std::optional<int64_t> bytes) {
   return bytes ? fixed(static_cast<double>(*bytes) / (1 << 20), 1) + " MiB" : "n/a";
 }
-
-// An fp16 step whose loss overflows is skipped while the scaler lowers its scale; the loss itself comes
-// from the forward pass, which the scale does not touch, so this many overflowed losses in a row mean a
-// run that cannot recover: it stops as one that could not be made (exit 3), not as a verdict.
-constexpr int kMaxNonfiniteInARow = 8;
-
-bool logged(int step, const Config& config) { return step % config.log_every == 0 || step == config.steps - 1; }
 
 // Why a mode cannot run here, or "" when it can.
 std::string why_not_runnable(Precision mode, const c10::Device& device) {
@@ -108,96 +72,6 @@ std::string why_not_runnable(Precision mode, const c10::Device& device) {
 std::string tf32_note(const c10::Device& device) {
   return device.is_cuda() ? "" : "TF32 is a math mode of NVIDIA tensor cores; on " + device.str() +
                                      " the 'high' float32 matmul precision changes nothing";
-}
-
-struct Run {
-  const Config& config;
-  const c10::Device& device;
-  const gpt::GPTConfig model_config;
-  const std::vector<int32_t>& tokens;
-  std::ofstream* csv;
-  speedlabs::ProgressBar& bar;
-};
-
-ModeResult train_one_mode(const Run& run, Precision mode) {
-  const Config& config = run.config;
-  ModeResult result;
-  result.mode = mode;
-  speedlabs::reset_peak_memory(run.device);
-  // The same seed before each model: every mode starts from the same weights and sees the same batches.
-  torch::manual_seed(config.seed);
-  gpt::GPT model(run.model_config, causal_attention);
-  model->to(run.device);
-  datasets::DataLoaderLite loader(run.tokens, config.batch, config.seq);
-  auto optimizer = gpt::make_adamw(model, config.lr);
-  lab03::GradScaler scaler;  // your lab 03 scaler; train_step uses it in fp16 only
-
-  const std::string name = speedlabs::to_string(mode);
-  const double tokens_per_step = static_cast<double>(config.batch * config.seq);
-  int nonfinite_in_a_row = 0;
-  for (int step = 0; step < config.steps; ++step) {
-    if (interrupted) {
-      run.bar.clear();
-      throw speedlabs::RuntimeFailure(
-          "interrupted (Ctrl-C) at step " + std::to_string(step) + " of mode " + name +
-          (config.csv_path.empty() ? "" : "; the steps done so far are in " + config.csv_path));
-    }
-    torch::Tensor loss;
-    const double ms = speedlabs::time_once_ms(
-        [&] {
-          const auto batch = loader.next_batch();
-          loss = train_step(model, optimizer, scaler, batch.x.to(run.device), batch.y.to(run.device), mode);
-        },
-        run.device);
-    const double value = loss.item<double>();
-    const StepRecord record{step, value, ms, tokens_per_step / (ms / 1000.0)};
-    result.steps.push_back(record);
-    if (run.csv) {
-      *run.csv << name << ',' << step << ',' << std::setprecision(9) << value << ',' << fixed(ms, 3) << ','
-               << fixed(record.tokens_per_s, 1) << '\n'
-               << std::flush;  // a killed or interrupted run keeps every finished step
-    }
-    if (!std::isfinite(value)) {
-      if (mode != Precision::fp16) {
-        run.bar.clear();
-        throw speedlabs::RuntimeFailure("the loss is " + std::string(std::isnan(value) ? "NaN" : "inf") +
-                                        " at step " + std::to_string(step) + " in " + name +
-                                        ": training diverged; try a smaller --lr");
-      }
-      ++result.nonfinite_fp16_steps;  // float16 overflow: the scaler skips this step and lowers the scale
-      if (++nonfinite_in_a_row == kMaxNonfiniteInARow) {
-        run.bar.clear();
-        throw speedlabs::RuntimeFailure(
-            "the fp16 loss is NaN or inf at " + std::to_string(kMaxNonfiniteInARow) + " steps in a row (to step " +
-            std::to_string(step) + "): the forward pass overflows float16, which loss scaling cannot fix; "
-            "try a smaller --lr, or bf16");
-      }
-    } else {
-      nonfinite_in_a_row = 0;
-    }
-    if (logged(step, config)) {
-      run.bar.clear();
-      std::cout << "  " << std::left << std::setw(5) << name << std::right << "step " << std::setw(4) << step
-                << " | loss " << fixed(value, 6) << " | " << std::setw(9) << fixed(ms, 2) << " ms/step | "
-                << std::setw(9) << fixed(record.tokens_per_s, 0) << " tokens/s" << std::endl;
-    }
-    run.bar.show(name, step + 1);
-  }
-  run.bar.clear();
-
-  std::vector<double> timed;
-  for (const auto& s : result.steps) {
-    if (s.step >= warmup_steps(config.steps)) timed.push_back(s.ms);
-  }
-  if (timed.empty()) timed.push_back(result.steps.back().ms);  // a one-step run has only its warm-up step
-  result.median_ms = speedlabs::summarize(timed).median_ms;
-  result.tokens_per_s = tokens_per_step / (result.median_ms / 1000.0);
-  result.peak_bytes = speedlabs::peak_memory_bytes(run.device);
-  result.final_loss_scale = mode == Precision::fp16 ? scaler.get_scale() : 1.0;
-  std::set<std::string> dtypes;
-  for (const auto& p : model->parameters()) dtypes.insert(c10::toString(p.scalar_type()));
-  result.weight_dtypes.assign(dtypes.begin(), dtypes.end());
-  return result;
 }
 
 const ModeResult* find(const std::vector<ModeResult>& results, Precision mode) {
@@ -264,8 +138,8 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
   report.check("initial_loss_near_ln_vocab",
                "before training the model guesses almost uniformly over the 50,257 tokens, so the step-0 loss "
                "(" + speedlabs::to_string(baseline.mode) + ") is close to ln(50257)",
-               initial, "|loss - " + fixed(ln_vocab, 3) + "| <= " + fixed(kInitialLossTolerance, 1),
-               std::abs(initial - ln_vocab) <= kInitialLossTolerance);
+               initial, "|loss - " + fixed(ln_vocab, 3) + "| <= " + fixed(kLnVocabTolerance, 1),
+               std::abs(initial - ln_vocab) <= kLnVocabTolerance);
 
   nlohmann::json drops;
   bool all_drop = true;
@@ -353,12 +227,9 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
   if (config.steps < 1 || config.batch < 1 || config.seq < 1 || config.log_every < 1) {
     throw speedlabs::UsageError("steps, batch, seq and log_every must be at least 1");
   }
-  std::ofstream csv;
-  if (!config.csv_path.empty()) {
-    csv.open(config.csv_path, std::ios::trunc);
-    if (!csv) throw speedlabs::UsageError("cannot write the --csv file '" + config.csv_path + "'");
-    csv << "mode,step,loss,ms,tokens_per_s\n" << std::flush;
-  }
+  // Every output is checked before any work: a bad path is a usage error now, not after the training.
+  if (!config.csv_path.empty()) speedlabs::require_writable(config.csv_path);
+  if (!config.plots_dir.empty()) speedlabs::require_output_folder(config.plots_dir);
 
   const auto tokens = datasets::load_shakespeare_tokens(datasets::resolve_data_dir(config.data_dir)).ids;
   const datasets::DataLoaderLite probe(tokens, config.batch, config.seq);
@@ -375,8 +246,9 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
   std::cout << config.model << " model, B=" << config.batch << ", T=" << config.seq << ", " << config.steps
             << " steps, AdamW lr " << config.lr << ", seed " << config.seed << ", explicit attention (exercise)\n";
   speedlabs::ProgressBar bar(config.progress_bar, config.steps);
-  SigintHandler sigint;
-  const Run run{config, device, model_config, tokens, csv.is_open() ? &csv : nullptr, bar};
+  speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between two steps, with the CSV whole
+  CsvLog csv(config.csv_path);
+  const TrainingRun run{config, device, model_config, tokens, csv, bar};
   std::vector<ModeResult> results;
   std::map<Precision, std::string> skipped;
   for (Precision mode : config.modes) {
@@ -401,61 +273,6 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
     }
   }
   return results;
-}
-
-bool write_plots(const std::vector<ModeResult>& results, const std::string& directory, const std::string& title) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  if (error) {
-    std::cerr << "lab05: no plots: cannot create '" << directory << "': " << error.message() << "\n";
-    return false;
-  }
-  // The data travels inline as gnuplot "datablocks", so no temporary files are left behind.
-  std::ostringstream script;
-  script << "set terminal svg size 900,520 dynamic background rgb 'white'\n";
-  for (const auto& r : results) {
-    script << "$" << speedlabs::to_string(r.mode) << " << EOD\n";
-    for (const auto& s : r.steps) script << s.step << ' ' << std::setprecision(9) << s.loss << '\n';
-    script << "EOD\n";
-  }
-  script << "$speed << EOD\n";
-  for (const auto& r : results) script << speedlabs::to_string(r.mode) << ' ' << r.tokens_per_s << '\n';
-  script << "EOD\n";
-  // A file name inside a gnuplot single-quoted string: a quote in it is written twice, so the name stays
-  // data (a folder named "it's" once broke the script) and can never end the string early.
-  const auto path = [&](const std::string& file) {
-    std::string quoted;
-    for (const char c : (std::filesystem::path(directory) / file).string()) quoted += c == '\'' ? "''" : std::string(1, c);
-    return quoted;
-  };
-  script << "set output '" << path("lab05_loss.svg") << "'\n"
-         << "set title 'Training loss per step: " << title << "'\nset xlabel 'step'\nset ylabel 'loss (nat)'\n"
-         << "set grid\nset key top right\nplot ";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const std::string name = speedlabs::to_string(results[i].mode);
-    script << (i ? ", " : "") << "$" << name << " using 1:2 with lines lw 2 dt " << i + 1 << " title '" << name << "'";
-  }
-  script << "\nunset output\nset output '" << path("lab05_tokens_per_s.svg") << "'\n"
-         << "set title 'Throughput (median step): " << title << "'\nset xlabel 'precision'\n"
-         << "set ylabel 'tokens/s'\nset key off\nset style fill solid 0.7\nset boxwidth 0.6\nset yrange [0:*]\n"
-         << "plot $speed using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.0f', $2)) with labels offset 0,1\n"
-         << "unset output\n";
-
-  speedlabs::ProcessOptions options;
-  options.input = script.str();  // the script on gnuplot's stdin: an argv vector, no shell
-  options.timeout_s = 60;
-  speedlabs::ProcessResult gnuplot;
-  try {
-    gnuplot = speedlabs::run_process({"gnuplot"}, options);
-  } catch (const speedlabs::RuntimeFailure& e) {
-    std::cerr << "lab05: no plots: " << e.what() << "; install gnuplot (Debian: gnuplot-nox) to get them\n";
-    return false;
-  }
-  if (!gnuplot.ok()) {
-    std::cerr << "lab05: no plots: gnuplot failed (" << gnuplot.describe() << "): " << gnuplot.output << "\n";
-    return false;
-  }
-  return true;
 }
 
 }  // namespace lab05

@@ -30,6 +30,8 @@ enum class Rung {
 
 /// Every rung, bottom to top.
 const std::vector<Rung>& all_rungs();
+/// Their names, bottom to top (the choices of --top).
+const std::vector<std::string>& all_rung_names();
 /// "fp32", "tf32", "bf16", "sdpa", "vocab50304", "fused_adamw", "cuda_graph".
 /// @param rung the rung
 std::string to_string(Rung rung);

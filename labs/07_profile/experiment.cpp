@@ -17,13 +17,13 @@
 #include "common/gpt.h"
 #include "common/host_memory.h"
 #include "common/memory.h"
+#include "common/plot.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"
 #include "feeding.h"
 #include "op_cost.h"
-#include "plot.h"
 #include "roofline.h"
 #include "trace.h"
 
@@ -326,7 +326,7 @@ void plot(const Config& config, const StepProfile& profile, const Peaks& peaks, 
             {std::to_string(peaks.fp32_flops), std::to_string(peaks.bandwidth()),
              std::to_string(peaks.bf16_flops > peaks.fp32_flops ? peaks.bf16_flops : 0.0),  // a roof only where faster
              "Roofline, measured: " + title}}}) {
-    const std::string svg = plot_svg(script, config.plots_dir, name, data, args, failure);
+    const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/07_profile/" + script, config.plots_dir, name, data, args, failure);
     std::cout << (svg.empty() ? "no chart: " + failure : "chart written to " + svg) << "\n";
   }
 }

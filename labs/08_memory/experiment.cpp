@@ -16,7 +16,7 @@
 #include "common/files.h"
 #include "common/gpt.h"
 #include "common/host_memory.h"
-#include "common/process.h"
+#include "common/plot.h"
 #include "common/timer.h"
 #include "labs/05_gpt2/exercise.h"
 #include "exercise.h"
@@ -341,21 +341,12 @@ std::string write_phase_plot(const std::string& dir, const std::vector<std::pair
          << "set xtics (" << xtics.str() << ") rotate by -20\n"
          << "set key top left\nset grid ytics\n"
          << "plot for [i=0:" << runs.size() - 1 << "] ARG1 index i using 1:2 with linespoints lw 2 title columnheader(1)\n";
-  const fs::path data_path = fs::path(dir) / "memory_phases.dat";
   const fs::path script_path = fs::path(dir) / "memory_phases.gp";
-  const fs::path svg_path = fs::path(dir) / "memory_phases.svg";
-  speedlabs::write_file_atomically(data_path.string(), data.str());
   speedlabs::write_file_atomically(script_path.string(), script.str());
-  speedlabs::ProcessOptions options;
-  options.timeout_s = 60;
-  try {
-    const auto result = speedlabs::run_process(
-        {"gnuplot", "-c", script_path.string(), data_path.string(), svg_path.string()}, options);
-    if (!result.ok()) return "no plot: gnuplot " + result.describe() + ": " + result.output;
-  } catch (const speedlabs::RuntimeFailure&) {
-    return "no plot: gnuplot is not installed (Debian: gnuplot-nox); the data is in " + data_path.string();
-  }
-  return "plot: " + svg_path.string();
+  std::string failure;
+  const std::string svg = speedlabs::plot_svg(script_path.string(), dir, "memory_phases", data.str(), {}, failure);
+  return svg.empty() ? "no plot: " + failure + "; the data is in " + (fs::path(dir) / "memory_phases.dat").string()
+                     : "plot: " + svg;
 }
 
 namespace {

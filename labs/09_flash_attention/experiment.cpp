@@ -13,7 +13,9 @@
 #include "attention_backward.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/named_enum.h"
 #include "common/host_memory.h"
+#include "common/plot.h"
 #include "common/process.h"
 #include "common/progress.h"
 #include "exercise.h"
@@ -35,12 +37,9 @@ Config quick_config() {
 }
 
 std::string to_string(Method method) {
-  switch (method) {
-    case Method::written_out: return "written_out";
-    case Method::tiled: return "tiled";
-    case Method::sdpa: return "sdpa";
-  }
-  return "?";
+  static const speedlabs::EnumNames<Method> names(
+      "attention method", {{Method::written_out, "written_out"}, {Method::tiled, "tiled"}, {Method::sdpa, "sdpa"}});
+  return names.name(method);
 }
 
 const Measurement& SizeResult::of(Method method) const {
@@ -68,10 +67,6 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 using speedlabs::ProgressBar;
-
-void stop_if_asked() {
-  if (speedlabs::stop_requested()) throw speedlabs::RuntimeFailure("interrupted: the measurements stop here");
-}
 
 torch::Tensor attention(Method method, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const Config& config) {
@@ -112,7 +107,7 @@ SizeResult measure_size(int64_t seq, const Config& config, ProgressBar& bar) {
   }
   const c10::Device cpu(c10::kCPU);
   for (const Method method : {Method::written_out, Method::tiled, Method::sdpa}) {
-    stop_if_asked();
+    speedlabs::stop_if_asked("during the measurements");
     bar.step("T=" + std::to_string(seq) + " " + to_string(method));
     const auto call = [&] { attention(method, q, k, v, config); };
     Measurement measurement;
@@ -275,17 +270,8 @@ plot $data using 1:3 with linespoints lw 2 title "written out", \
      $data using 1:7 with linespoints lw 2 title "SDPA"
 unset multiplot
 )gnuplot";
-  speedlabs::ProcessOptions options;
-  options.input = script;
-  options.timeout_s = 60;
-  try {
-    const auto result = speedlabs::run_process({"gnuplot", "-c", "/dev/stdin", path}, options);
-    if (!result.ok()) {
-      std::cerr << "lab09: no plot: gnuplot " << result.describe() << ": " << result.output << "\n";
-      return false;
-    }
-  } catch (const speedlabs::RuntimeFailure& e) {
-    std::cerr << "lab09: no plot: " << e.what() << " (install gnuplot; Debian: gnuplot-nox)\n";
+  if (const std::string failure = speedlabs::run_gnuplot("", script, {path}); !failure.empty()) {
+    std::cerr << "lab09: no plot: " << failure << "\n";
     return false;
   }
   std::cout << "plot written to " << path << "\n";
@@ -305,7 +291,7 @@ Results run(const Config& config, const c10::Device& device, speedlabs::Report& 
   ProgressBar bar(config.progress_bar, static_cast<int>(config.seq_lengths.size()) * 3);
   for (const int64_t seq : config.seq_lengths) results.sizes.push_back(measure_size(seq, config, bar));
   bar.clear();
-  stop_if_asked();
+  speedlabs::stop_if_asked("during the measurements");
   results.backward_max_error = backward_max_error(config);
   print_table(results);
   observe(config, results, report);

@@ -18,42 +18,27 @@ int main(int argc, char** argv) {
                  "(and --hostfile FILE for several machines)\n";
     return speedlabs::kExitUsage;
   }
-  lab10::Config config;
-  CLI::Option* steps_flag = nullptr;
-  CLI::Option* batch_flag = nullptr;
-  CLI::Option* seq_flag = nullptr;
-  int batch = static_cast<int>(config.batch);
-  int seq = static_cast<int>(config.seq);
+  using lab10::Config;
+  speedlabs::ConfigFlags<Config> flags;
   return speedlabs::run_lab(
       argc, argv,
       {"10", "10_data_parallel", "data-parallel training on MPI workers: the same losses as one worker, faster",
        /*cpu_only=*/true},
       [&](CLI::App& app) {
-        speedlabs::add_int_flag(app, "--workers", config.workers, "N, worker processes (each with one thread)", 2);
-        app.add_option("--config", config.model, "model size: tiny (CPU-friendly) or gpt2 (124M)")
-            ->check(CLI::IsMember({"tiny", "gpt2"}))
-            ->capture_default_str();
-        batch_flag = speedlabs::add_int_flag(app, "--batch", batch, "B, the global batch (a multiple of --workers)");
-        seq_flag = speedlabs::add_int_flag(app, "--seq", seq, "T, tokens per sequence");
-        steps_flag = speedlabs::add_int_flag(app, "--steps", config.steps, "training steps per mode");
-        speedlabs::add_number_flag(app, "--bucket-mb", config.bucket_mb,
-                                   "gradient bucket size in MiB (PyTorch DDP's default: 25)");
-        speedlabs::add_int_flag(app, "--micro-batches", config.micro_batches,
-                                "K of the gradient-accumulation check (must divide --batch)");
-        app.add_option("--hostfile", config.hostfile, "an mpirun host file: run the workers on several machines")
+        flags.int_option(app, "--workers", &Config::workers, "N, worker processes (each with one thread)", 2);
+        flags.option(app, "--config", &Config::model, "model size: tiny (CPU-friendly) or gpt2 (124M)")
+            ->check(CLI::IsMember({"tiny", "gpt2"}));
+        flags.int_option(app, "--batch", &Config::batch, "B, the global batch (a multiple of --workers)");
+        flags.int_option(app, "--seq", &Config::seq, "T, tokens per sequence");
+        flags.int_option(app, "--steps", &Config::steps, "training steps per mode");
+        flags.number_option(app, "--bucket-mb", &Config::bucket_mb, "gradient bucket size in MiB (PyTorch DDP's default: 25)");
+        flags.int_option(app, "--micro-batches", &Config::micro_batches,
+                         "K of the gradient-accumulation check (must divide --batch)");
+        flags.option(app, "--hostfile", &Config::hostfile, "an mpirun host file: run the workers on several machines")
             ->check(CLI::ExistingFile);
-        app.add_option("--data-dir", config.data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
+        flags.option(app, "--data-dir", &Config::data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        if (context.flags.quick) {
-          // --quick picks small defaults; flags given explicitly still win.
-          const lab10::Config quick = lab10::quick_config();
-          if (!batch_flag->count()) batch = static_cast<int>(quick.batch);
-          if (!seq_flag->count()) seq = static_cast<int>(quick.seq);
-          if (!steps_flag->count()) config.steps = quick.steps;
-        }
-        config.batch = batch;
-        config.seq = seq;
-        lab10::run(config, report);
+        lab10::run(flags.apply(context.flags.quick ? lab10::quick_config() : Config{}), report);
       });
 }

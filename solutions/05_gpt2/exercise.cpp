@@ -18,9 +18,10 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
   return torch::matmul(torch::softmax(scores, -1), v);
 }
 
-torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, lab03::GradScaler& scaler,
-                         const torch::Tensor& x, const torch::Tensor& y, speedlabs::Precision precision) {
+torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x,
+                         const torch::Tensor& y, speedlabs::Precision precision, lab03::GradScaler* scaler) {
   using speedlabs::Precision;
+  TORCH_CHECK(precision != Precision::fp16 || scaler != nullptr, "train_step: fp16 needs a GradScaler");
   // TF32 is a matmul mode of float32 tensors, not a dtype: torch's "high" float32 matmul precision.
   speedlabs::MatmulPrecisionScope matmul(precision == Precision::tf32 ? "high" : "highest");
   std::optional<c10::ScalarType> autocast_dtype;
@@ -34,9 +35,9 @@ torch::Tensor train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& op
     loss = model->forward(x, y).loss;
   }
   if (precision == Precision::fp16) {
-    scaler.scale(loss).backward();  // float16 gradients this small would underflow without the scale
-    scaler.step(optimizer);         // unscales, and skips the step if a gradient is inf or NaN
-    scaler.update();
+    scaler->scale(loss).backward();  // float16 gradients this small would underflow without the scale
+    scaler->step(optimizer);         // unscales, and skips the step if a gradient is inf or NaN
+    scaler->update();
   } else {
     loss.backward();
     optimizer.step();

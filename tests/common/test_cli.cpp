@@ -140,3 +140,84 @@ TEST(Cli, FormatBytesUsesBinaryUnits) {
   EXPECT_EQ(speedlabs::format_bytes(1536), "1.5 KiB");
   EXPECT_EQ(speedlabs::format_bytes(3.0 * (1 << 30)), "3.0 GiB");
 }
+
+namespace {
+
+// A lab's knobs for the --quick convention's tests.
+struct ToyConfig {
+  int steps = 100;
+  int64_t seq = 128;
+  double lr = 1e-3;
+  std::string model = "gpt2";
+  std::vector<int> sizes{1, 2};
+};
+
+ToyConfig toy_quick() {
+  ToyConfig config;
+  config.steps = 5;
+  config.seq = 32;
+  config.model = "tiny";
+  return config;
+}
+
+// Runs a toy lab with the common flag convention; returns the configuration its experiment received.
+ToyConfig run_toy(std::vector<std::string> args, int* exit_code = nullptr) {
+  args.insert(args.begin(), "lab00");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  speedlabs::ConfigFlags<ToyConfig> flags;
+  int size = 0;
+  ToyConfig ran;
+  const int code = speedlabs::run_lab(
+      static_cast<int>(argv.size()), argv.data(), kInfo,
+      [&](CLI::App& app) {
+        flags.int_option(app, "--steps", &ToyConfig::steps, "steps");
+        flags.int_option(app, "--seq", &ToyConfig::seq, "T");
+        flags.number_option(app, "--lr", &ToyConfig::lr, "learning rate");
+        flags.option(app, "--model", &ToyConfig::model, "model")->check(CLI::IsMember({"gpt2", "tiny"}));
+        flags.on_given(app.add_option("--size", size, "one size"), [&](ToyConfig& c) { c.sizes = {size}; });
+      },
+      [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
+        ran = flags.apply(context.flags.quick ? toy_quick() : ToyConfig{});
+        holds(context, report);
+      });
+  if (exit_code) *exit_code = code;
+  return ran;
+}
+
+}  // namespace
+
+TEST(CliQuickConvention, WithoutFlagsTheFullOrTheQuickDefaultsRun) {
+  const ToyConfig full = run_toy({});
+  EXPECT_EQ(full.steps, 100);
+  EXPECT_EQ(full.seq, 128);
+  EXPECT_EQ(full.model, "gpt2");
+  const ToyConfig quick = run_toy({"--quick"});
+  EXPECT_EQ(quick.steps, 5);
+  EXPECT_EQ(quick.seq, 32);
+  EXPECT_EQ(quick.model, "tiny");
+  EXPECT_EQ(quick.sizes, (std::vector<int>{1, 2})) << "a flag not given changes nothing";
+}
+
+TEST(CliQuickConvention, AnExplicitFlagWinsOverQuickInEitherOrder) {
+  for (const auto& args : {std::vector<std::string>{"--quick", "--steps", "7", "--size", "9"},
+                           std::vector<std::string>{"--steps", "7", "--size", "9", "--quick"}}) {
+    const ToyConfig ran = run_toy(args);
+    EXPECT_EQ(ran.steps, 7) << "the explicit --steps";
+    EXPECT_EQ(ran.sizes, std::vector<int>{9}) << "the explicit --size, translated";
+    EXPECT_EQ(ran.seq, 32) << "--quick still sets what was not given";
+  }
+  const ToyConfig full = run_toy({"--model", "tiny", "--lr", "0.5"});
+  EXPECT_EQ(full.model, "tiny");
+  EXPECT_DOUBLE_EQ(full.lr, 0.5);
+  EXPECT_EQ(full.steps, 100);
+}
+
+TEST(CliQuickConvention, BadValuesAreUsageErrors) {
+  for (const auto& args : {std::vector<std::string>{"--steps", "0"}, std::vector<std::string>{"--seq", "-1"},
+                           std::vector<std::string>{"--lr", "nan"}, std::vector<std::string>{"--model", "huge"}}) {
+    int code = -1;
+    run_toy(args, &code);
+    EXPECT_EQ(code, 2) << args[0] << " " << args[1];
+  }
+}

@@ -54,6 +54,16 @@ TEST_F(ResultFiles, AFolderOrAMissingFolderIsRefused) {
   EXPECT_TRUE(fs::is_directory(folder_));
 }
 
+TEST_F(ResultFiles, AnOutputFolderIsCreatedOrMustBeAWritableFolder) {
+  speedlabs::require_output_folder(at("plots/deeper"));
+  EXPECT_TRUE(fs::is_directory(at("plots/deeper")));
+  speedlabs::require_output_folder(at("plots"));  // an existing folder is fine
+  speedlabs::write_file_atomically(at("a-file"), "keep me");
+  EXPECT_THROW(speedlabs::require_output_folder(at("a-file")), speedlabs::UsageError);
+  EXPECT_THROW(speedlabs::require_output_folder(at("a-file/below")), speedlabs::UsageError);
+  EXPECT_EQ(speedlabs::read_file(at("a-file")), "keep me");
+}
+
 TEST(StreamPaths, DashAndStdoutAreStreams) {
   EXPECT_TRUE(speedlabs::is_stream_path("-"));
   EXPECT_TRUE(speedlabs::is_stream_path("/dev/stdout"));

@@ -29,3 +29,18 @@ TEST(Precision, ScopeByTorchNameRestoresToo) {
   }
   EXPECT_EQ(speedlabs::current_matmul_precision(), "highest");
 }
+
+TEST(EnumNames, OneTableGivesValuesNamesAndAParserThatListsTheChoices) {
+  enum class Color { red, green, blue };
+  const speedlabs::EnumNames<Color> colors("color", {{Color::red, "red"}, {Color::green, "green"}, {Color::blue, "blue"}});
+  EXPECT_EQ(colors.values(), (std::vector<Color>{Color::red, Color::green, Color::blue}));
+  EXPECT_EQ(colors.names(), (std::vector<std::string>{"red", "green", "blue"}));
+  for (Color c : colors.values()) EXPECT_EQ(colors.parse(colors.name(c)), c);
+  try {
+    colors.parse("mauve");
+    FAIL() << "an unknown name must throw";
+  } catch (const speedlabs::UsageError& e) {
+    EXPECT_STREQ(e.what(), "unknown color 'mauve': choose red, green or blue");
+  }
+  EXPECT_EQ(speedlabs::precision_names().names(), (std::vector<std::string>{"fp32", "tf32", "bf16", "fp16"}));
+}

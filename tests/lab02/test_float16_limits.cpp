@@ -15,7 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/cli.h"
 #include "experiment.h"
 #include "exercise.h"
 
@@ -213,26 +212,6 @@ TEST(Lab02Exhaustive, EveryFloatBitPatternMatchesLibtorch) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(half_wrong.load(), 0u) << "float_to_half_bits differs from c10::Half on this many of 2^32 floats";
   EXPECT_EQ(bfloat16_wrong.load(), 0u) << "float_to_bfloat16_bits differs from c10::BFloat16 on this many of 2^32 floats";
-}
-
-int run_lab02(std::vector<std::string> args) {
-  args.insert(args.begin(), "lab02");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  lab02::Config config;
-  return speedlabs::run_lab(
-      static_cast<int>(argv.size()), argv.data(), {"02", "02_float16_limits", "test"},
-      [&](CLI::App& app) { lab02::add_flags(app, config); },
-      [&](const speedlabs::LabContext&, speedlabs::Report& report) { lab02::run(config, report); });
-}
-
-TEST(Lab02Flags, BadStepsAreUsageErrors) {
-  EXPECT_EQ(run_lab02({"--steps", "0"}), 2);
-  EXPECT_EQ(run_lab02({"--steps", "-3"}), 2);
-  EXPECT_EQ(run_lab02({"--steps", "many"}), 2);
-  EXPECT_EQ(run_lab02({"--steps", "100001"}), 2);
-  EXPECT_EQ(run_lab02({"--steps"}), 2);
-  EXPECT_EQ(run_lab02({"--steps", "50", "--quick"}), 0);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Lab 05: the GPT-2 model of common/gpt and the observations of a short tiny-model run through the same
 // experiment the program runs. The exercise and the parity with Python PyTorch are graded in graded.cpp.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cmath>
 #include <filesystem>
@@ -10,11 +13,14 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/gpt.h"
 #include "common/precision.h"
 #include "common/process.h"
 #include "datasets/data_files.h"
 #include "labs/05_gpt2/experiment.h"
+#include "labs/05_gpt2/training.h"
+#include "tests/support/data.h"
 #include "tests/support/expect.h"
 
 namespace {
@@ -24,16 +30,6 @@ using speedlabs::Precision;
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::path(::testing::TempDir()) / ("lab05_" + name)).string();
-}
-
-// The data is needed for the runs; CI sets SPEEDLABS_DATA_DIR. Without it these tests cannot run.
-bool data_available() {
-  try {
-    datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 TEST(Lab05Model, Gpt2HasThe124MParametersOfTheChapter) {
@@ -94,7 +90,7 @@ TEST(Lab05Model, TensorFileRoundTripsAndRejectsGarbage) {
 }
 
 TEST(Lab05Observations, QuickRunHoldsItsClaims) {
-  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  SPEEDLABS_REQUIRE_DATA();
   auto config = lab05::quick_config();
   // fp16 autocast is the slow mode on a CPU (few CPUs have float16 matmul units); it has its own test.
   config.modes = {Precision::fp32, Precision::tf32, Precision::bf16};
@@ -128,7 +124,7 @@ TEST(Lab05Observations, QuickRunHoldsItsClaims) {
 }
 
 TEST(Lab05Observations, ChaptersBatchShapeGives660BatchesAndLnVocabLoss) {
-  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  SPEEDLABS_REQUIRE_DATA();
   auto config = lab05::quick_config();
   config.seq = 128;
   config.steps = 1;
@@ -142,7 +138,7 @@ TEST(Lab05Observations, ChaptersBatchShapeGives660BatchesAndLnVocabLoss) {
 }
 
 TEST(Lab05Observations, Fp16RunsWithTheScalerOrSaysWhyNot) {
-  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+  SPEEDLABS_REQUIRE_DATA();
   auto config = lab05::quick_config();
   config.steps = 3;
   config.modes = {Precision::fp32, Precision::fp16};
@@ -161,42 +157,42 @@ TEST(Lab05Observations, Fp16RunsWithTheScalerOrSaysWhyNot) {
   EXPECT_GT(results[1].final_loss_scale, 1.0);    // the GradScaler was in use
 }
 
-TEST(Lab05Observations, NonFiniteLossStopsNamingTheStep) {
-  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
+// A run of @p mode whose first update makes every weight non-finite (an infinite learning rate); returns
+// the message it stopped with ("" when it did not stop).
+std::string diverging_run_message(Precision mode, int steps, int64_t batch, int64_t seq) {
   auto config = lab05::quick_config();
-  config.modes = {Precision::fp32};
-  config.steps = 5;
-  config.lr = std::numeric_limits<double>::infinity();  // the first update makes every weight non-finite
+  config.modes = {mode};
+  config.steps = steps;
+  config.batch = batch;
+  config.seq = seq;
+  config.lr = std::numeric_limits<double>::infinity();
   speedlabs::Report report("05_gpt2", "cpu");
   try {
     lab05::run(config, c10::Device(c10::kCPU), report);
-    FAIL() << "expected a RuntimeFailure";
   } catch (const speedlabs::RuntimeFailure& e) {
-    EXPECT_NE(std::string(e.what()).find("at step 1 in fp32"), std::string::npos) << e.what();
+    return e.what();
   }
+  return "";
+}
+
+TEST(Lab05Observations, NonFiniteLossStopsNamingTheStep) {
+  SPEEDLABS_REQUIRE_DATA();
+  const std::string message = diverging_run_message(Precision::fp32, 5, 4, 32);
+  EXPECT_NE(message.find("at step 1 in fp32"), std::string::npos) << "expected a RuntimeFailure, got: " << message;
 }
 
 // The GradScaler skips an fp16 step whose loss overflows, but a loss that stays NaN is a run that cannot
 // recover: it stops as a failure to run (exit 3), not as a verdict that just counts skipped steps.
 TEST(Lab05Observations, Fp16LossThatStaysNonFiniteStopsTheRun) {
-  if (!data_available()) GTEST_SKIP() << "tiny shakespeare not found: set SPEEDLABS_DATA_DIR";
-  auto config = lab05::quick_config();
-  config.modes = {Precision::fp16};
-  config.steps = 20;  // room for the scaler to skip a few overflowing steps before the first update
-  config.batch = 1;   // fp16 autocast is slow on a CPU: the smallest batch keeps this test to seconds
-  config.seq = 8;
-  config.lr = std::numeric_limits<double>::infinity();  // the first update makes every weight non-finite
-  speedlabs::Report report("05_gpt2", "cpu");
-  try {
-    lab05::run(config, c10::Device(c10::kCPU), report);
-    FAIL() << "expected a RuntimeFailure after 8 non-finite fp16 losses in a row";
-  } catch (const speedlabs::RuntimeFailure& e) {
-    const std::string message = e.what();
-    if (message.find("no precision mode can run") != std::string::npos) {
-      GTEST_SKIP() << "this libtorch has no float16 autocast on the CPU: " << message;
-    }
-    EXPECT_NE(message.find("at 8 steps in a row"), std::string::npos) << message;
+  SPEEDLABS_REQUIRE_DATA();
+  // 20 steps: room for the scaler to skip a few overflowing steps before the first update. B=1, T=8:
+  // fp16 autocast is slow on a CPU, the smallest batch keeps this test to seconds.
+  const std::string message = diverging_run_message(Precision::fp16, 20, 1, 8);
+  if (message.find("no precision mode can run") != std::string::npos) {
+    GTEST_SKIP() << "this libtorch has no float16 autocast on the CPU: " << message;
   }
+  EXPECT_NE(message.find("at 8 steps in a row"), std::string::npos)
+      << "expected a RuntimeFailure after 8 non-finite fp16 losses in a row, got: " << message;
 }
 
 // gnuplot gets its script on stdin from an argv vector, and a folder name is data inside the script:
@@ -217,6 +213,53 @@ TEST(Lab05Plots, AFolderWithAQuoteInItsNameGetsBothPlots) {
   EXPECT_GT(fs::file_size(folder / "lab05_loss.svg"), 0u);
   EXPECT_GT(fs::file_size(folder / "lab05_tokens_per_s.svg"), 0u);
   fs::remove_all(folder);
+}
+
+// The CSV is replaced whole after each step: a second run given the same path never splices its rows
+// into the first's.
+TEST(Lab05Csv, TwoRunsOnOnePathNeverSplice) {
+  const std::string path = temp_path("shared.csv");
+  lab05::CsvLog first(path);
+  lab05::CsvLog second(path);
+  first.add("fp32,0,10.9,1,1");
+  second.add("bf16,0,10.8,1,1");
+  first.add("fp32,1,10.5,1,1");
+  EXPECT_EQ(speedlabs::read_file(path), "mode,step,loss,ms,tokens_per_s\nfp32,0,10.9,1,1\nfp32,1,10.5,1,1\n");
+  std::filesystem::remove(path);
+}
+
+// A write that fails (here: a file-size limit, as a full disk would) stops the run with RuntimeFailure
+// (exit 3), and the file keeps the steps written before it.
+TEST(Lab05Csv, AFailedWriteStopsTheRunAndKeepsTheStepsBefore) {
+  const std::string path = temp_path("limited.csv");
+  lab05::CsvLog csv(path);
+  csv.add("fp32,0,10.9,1,1");
+  const std::string before = speedlabs::read_file(path);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);  // a failed write, not a killed process
+  rlimit limited = saved;
+  limited.rlim_cur = before.size() + 8;  // room for the file so far, not for one more line
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  EXPECT_THROW(csv.add("fp32,1,10.5,1,1"), speedlabs::RuntimeFailure);
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
+  EXPECT_EQ(speedlabs::read_file(path), before);
+  std::filesystem::remove(path);
+}
+
+// Every output path is checked before any training: a bad one is a usage error at once.
+TEST(Lab05Csv, OutputPathsAreCheckedBeforeTraining) {
+  auto config = lab05::quick_config();
+  speedlabs::Report report("05_gpt2", "cpu");
+  config.csv_path = "/dev/full";  // a device is never replaced by a file
+  EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+  config.csv_path = "/nonexistent-folder/steps.csv";
+  EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+  config.csv_path.clear();
+  config.plots_dir = "/dev/null";
+  EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+  EXPECT_TRUE(report.observations().empty()) << "nothing ran";
 }
 
 TEST(Lab05Observations, SequenceLongerThanTheBlockIsAUsageError) {

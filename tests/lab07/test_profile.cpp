@@ -22,6 +22,7 @@
 #include "op_cost.h"
 #include "roofline.h"
 #include "trace.h"
+#include "tests/support/data.h"
 
 namespace {
 
@@ -30,19 +31,6 @@ namespace fs = std::filesystem;
 using speedlabs::Verdict;
 
 const c10::Device kCpu(c10::kCPU);
-
-bool data_available() {
-  try {
-    datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
-    datasets::require_file(datasets::resolve_data_dir(), datasets::kVocabBpePath);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-#define SKIP_WITHOUT_DATA() \
-  if (!data_available()) GTEST_SKIP() << "no data: set SPEEDLABS_DATA_DIR or run ./lab setup"
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("lab07_" + name + "_" + std::to_string(::getpid()));
@@ -156,7 +144,7 @@ TEST(Lab07Roofline, PeaksAreMeasuredAndIntensitiesFollowTheirCounts) {
 }
 
 TEST(Lab07Feeding, DocumentBatchesAreDeterministicShiftedAndPinnedOnlyWhenAsked) {
-  SKIP_WITHOUT_DATA();
+  SPEEDLABS_REQUIRE_DATA({datasets::kShakespearePath, datasets::kVocabBpePath});
   const auto dir = datasets::resolve_data_dir();
   const auto tokenizer = datasets::GPT2Tokenizer::load(dir);
   const std::string text = speedlabs::read_file(datasets::require_file(dir, datasets::kShakespearePath).string());
@@ -177,7 +165,7 @@ TEST(Lab07Feeding, DocumentBatchesAreDeterministicShiftedAndPinnedOnlyWhenAsked)
 }
 
 TEST(Lab07Feeding, ThePrefetchedStepsGetTheMakersBatches) {
-  SKIP_WITHOUT_DATA();
+  SPEEDLABS_REQUIRE_DATA({datasets::kShakespearePath, datasets::kVocabBpePath});
   const auto dir = datasets::resolve_data_dir();
   const auto tokenizer = datasets::GPT2Tokenizer::load(dir);
   const lab07::DocumentBatches batches(
@@ -214,7 +202,7 @@ std::vector<std::string> readme_ids() {
 
 // One --quick run of the whole experiment on the CPU, with the Python peer when one is configured.
 TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
-  SKIP_WITHOUT_DATA();
+  SPEEDLABS_REQUIRE_DATA({datasets::kShakespearePath, datasets::kVocabBpePath});
   lab07::Config config = lab07::quick_config();
   config.batch = 2;
   config.seq = 32;

@@ -15,6 +15,7 @@
 #include "experiment.h"
 #include "recording_communicator.h"
 #include "tests/support/expect.h"
+#include "tests/support/data.h"
 
 namespace {
 
@@ -155,11 +156,7 @@ TEST(Lab10_wait_for_gradients, NamesTheBucketWhoseAllReduceNeverStarted) {
 }
 
 TEST(Lab10_wait_for_gradients, TwoMpiWorkersGiveTheLossesOfOneAllReducePerGradient) {
-  try {
-    datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "tiny shakespeare is not there (set SPEEDLABS_DATA_DIR): " << e.what();
-  }
+  SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = lab10::quick_config();
   config.steps = 5;
   config.bucket_mb = 0.05;  // several buckets even for the tiny model

@@ -14,22 +14,11 @@
 #include "datasets/data_files.h"
 #include "experiment.h"
 #include "recording_communicator.h"
+#include "tests/support/data.h"
 
 namespace {
 
 using speedlabs::Verdict;
-
-bool data_available() {
-  try {
-    datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-#define REQUIRE_DATA() \
-  if (!data_available()) GTEST_SKIP() << "tiny shakespeare is not there (set SPEEDLABS_DATA_DIR)"
 
 lab10::Config quick() {
   lab10::Config config = lab10::quick_config();
@@ -42,7 +31,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 // One run for all observations: each run starts two jobs of MPI workers, so the checks share it.
 TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
-  REQUIRE_DATA();
+  SPEEDLABS_REQUIRE_DATA();
   speedlabs::Report report("10_data_parallel", "cpu");
   lab10::run(quick(), report);
 
@@ -76,7 +65,7 @@ TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
 }
 
 TEST(Lab10Faults, AKilledWorkerStopsTheOthersWithAClearErrorInBoundedTime) {
-  REQUIRE_DATA();
+  SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = quick();
   config.faults.kill_rank = 1;
   config.faults.kill_step = 3;
@@ -95,7 +84,7 @@ TEST(Lab10Faults, AKilledWorkerStopsTheOthersWithAClearErrorInBoundedTime) {
 }
 
 TEST(Lab10Faults, AWorldSizeMismatchIsAUsageErrorAtStart) {
-  REQUIRE_DATA();
+  SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = quick();
   config.faults.claimed_workers = 3;  // the workers are told 3, mpirun starts 2
   try {
@@ -107,7 +96,7 @@ TEST(Lab10Faults, AWorldSizeMismatchIsAUsageErrorAtStart) {
 }
 
 TEST(Lab10Faults, AModelShapeMismatchIsAUsageErrorAtStart) {
-  REQUIRE_DATA();
+  SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = quick();
   config.faults.bigger_model_rank = 1;  // rank 1 builds one layer more
   try {
