@@ -2,6 +2,7 @@
 // step, then replay it. Its own file because only a CUDA libtorch has these APIs.
 #include "rungs.h"
 
+#include "common/device.h"
 #include "common/memory.h"
 #include "common/process.h"
 #include "common/timer.h"

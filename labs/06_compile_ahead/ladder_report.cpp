@@ -10,6 +10,7 @@
 #include "common/device.h"
 #include "common/files.h"
 #include "common/format.h"
+#include "rungs.h"
 
 namespace lab06 {
 
