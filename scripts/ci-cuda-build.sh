@@ -7,6 +7,7 @@
 # No test runs here.
 #
 #   scripts/ci-cuda-build.sh [ninja targets instead of those sources, e.g. all]
+#   scripts/ci-cuda-build.sh --prepare     only install the CUDA libtorch (CI does it while it builds)
 #
 # Environment: SPEEDLABS_CUDA_VENV (default .venv-cuda), SPEEDLABS_CUDA_BUILD (default build-cuda-check),
 # SPEEDLABS_CUDA_HOME (default /usr/local/cuda-13.0, the nvcc toolkit), PYTHON (default python3).
@@ -35,6 +36,7 @@ if ! has_cuda_torch; then
   "$venv/bin/pip" install --quiet "torch==$torch_version"
   has_cuda_torch || { echo "ci-cuda-build: torch in $venv is not a CUDA $torch_version build" >&2; exit 3; }
 fi
+[[ "${1:-}" == --prepare ]] && { echo "ci-cuda-build: torch $torch_version (CUDA) ready in $venv"; exit 0; }
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 prefix=$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
 wheel_cuda="$site/nvidia/cu13"   # cuBLAS, NVRTC, cuFFT, ... headers and libraries from the nvidia-* wheels

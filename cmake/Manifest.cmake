@@ -1,0 +1,20 @@
+# speedlabs_generate_manifest(TSV OUTPUT): compiles datasets/manifest.tsv (path<TAB>url<TAB>sha256 per line,
+# the one list of data files) into OUTPUT, the C++ initializer list that datasets/data_files.cpp includes.
+# CMake runs again when the TSV changes. Used by the project and by the fuzz build (tests/fuzz).
+function(speedlabs_generate_manifest tsv output)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${tsv}")
+  file(STRINGS "${tsv}" manifest_lines REGEX "^[^#]")
+  set(SPEEDLABS_MANIFEST_ENTRIES "")
+  foreach(line IN LISTS manifest_lines)
+    string(REPLACE "\t" ";" fields "${line}")
+    list(LENGTH fields field_count)
+    if(NOT field_count EQUAL 3)
+      message(FATAL_ERROR "${tsv}: expected 'path<TAB>url<TAB>sha256', got: ${line}")
+    endif()
+    list(GET fields 0 path)
+    list(GET fields 1 url)
+    list(GET fields 2 sum)
+    string(APPEND SPEEDLABS_MANIFEST_ENTRIES "    {\"${path}\", \"${url}\", \"${sum}\"},\n")
+  endforeach()
+  configure_file("${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../datasets/manifest.inc.in" "${output}" @ONLY)
+endfunction()
