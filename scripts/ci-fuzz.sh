@@ -16,8 +16,9 @@ seconds=${SPEEDLABS_FUZZ_SECONDS:-30}
   die "no GPT-2 vocabulary in $(data_dir): run ./lab setup or set SPEEDLABS_DATA_DIR"
 export SPEEDLABS_DATA_DIR="$(data_dir)"
 build="$root/build-fuzz"
-CXX=clang++ cmake -S tests/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; die "configuring the fuzz targets failed"; }
+mkdir -p "$root/.cache"
+CXX=clang++ cmake -S tests/fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$root/.cache/configure-fuzz.log" 2>&1 ||
+  { cat "$root/.cache/configure-fuzz.log" >&2; die "configuring the fuzz targets failed"; }
 cmake --build "$build"
 mkdir -p "$build/artifacts"
 work=$(mktemp -d)
