@@ -14,7 +14,11 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape);
 
 /// Records rung_RUNG_BxT, initial_losses_agree_BxT, losses_track_fp32_BxT, python_peers_BxT,
 /// python_eager_matches_cpp_fp32_BxT and python_compile_tracks_cpp_BxT for @p shape.
+/// @param config       the run (its Python, for the peers' observation)
+/// @param ladder       every rung and peer measured
+/// @param shape        the shape observed
 /// @param peer_failure why the peers of this shape did not run ("" when they did)
+/// @param report       receives the observations
 void observe_shape(const Config& config, const LadderResult& ladder, const Shape& shape,
                    const std::string& peer_failure, speedlabs::Report& report);
 

@@ -25,7 +25,8 @@ std::string peer_mode(Rung rung);
 
 /// The steps' batches, staged on the device before timing so that every rung and peer sees the same ones.
 struct Batches {
-  std::vector<torch::Tensor> x, y;  ///< one (B, T) pair per step
+  std::vector<torch::Tensor> x;  ///< one (B, T) batch of input ids per step
+  std::vector<torch::Tensor> y;  ///< its targets
 };
 
 /// The first @p count batches of @p ids at @p shape, on @p device.

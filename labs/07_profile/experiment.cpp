@@ -18,6 +18,7 @@
 #include "common/host_memory.h"
 #include "common/memory.h"
 #include "common/plot.h"
+#include "common/process.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -356,6 +357,7 @@ void adapt_to_gpu(Config& config) {
 }
 
 void run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between steps, end the Python child
   const auto model_config = gpt::GPTConfig::by_name(config.model);
   if (config.seq > model_config.block_size) {
     throw speedlabs::UsageError("--seq " + std::to_string(config.seq) + " is longer than the model's block size " +

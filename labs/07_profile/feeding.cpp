@@ -8,6 +8,7 @@
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/process.h"
 #include "common/timer.h"
 #include "exercise.h"
 #include "trace.h"
@@ -140,6 +141,7 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   std::vector<std::pair<int64_t, int64_t>> prefetched;  // (index, fingerprint) of each batch the loader gave
   result.all_pinned = true;
   for (int done = 0; done < steps; done += kBlock) {
+    speedlabs::stop_if_asked("while measuring the loaders");  // Ctrl-C: between blocks, the loader stopped
     const int block = std::min(kBlock, steps - done);
     for (int i = 0; i < block; ++i) {
       const auto start = Clock::now();

@@ -17,6 +17,7 @@
 #include "common/gpt.h"
 #include "common/host_memory.h"
 #include "common/plot.h"
+#include "common/process.h"
 #include "common/timer.h"
 #include "labs/05_gpt2/exercise.h"
 #include "exercise.h"
@@ -305,6 +306,7 @@ std::pair<double, double> time_steps_ms(const std::string& model, const StepSetu
   auto optimizer_b = speedlabs::gpt::make_adamw(model_b, kLr);
   std::vector<double> times_a, times_b;
   for (int round = 0; round < warmup + repeats; ++round) {
+    speedlabs::stop_if_asked("while timing the checkpointed step");  // Ctrl-C: between two rounds
     const double ms_a = speedlabs::time_once_ms([&] { memory_train_step(model_a, optimizer_a, batch.first, batch.second, a); }, device);
     const double ms_b = speedlabs::time_once_ms([&] { memory_train_step(model_b, optimizer_b, batch.first, batch.second, b); }, device);
     if (round < warmup) continue;
@@ -548,6 +550,7 @@ void run_budget(const Config& config, const ModelShape& shape, int64_t budget, c
 }  // namespace
 
 void run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between two timed rounds
   checked_config(config.model, config.seq);
   for (const int64_t seq : config.checkpoint_seqs) checked_config(config.model, seq);
   Meter meter(device);  // refuses a device it cannot measure before anything runs

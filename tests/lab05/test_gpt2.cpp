@@ -1,11 +1,16 @@
 // Lab 05: the GPT-2 model of common/gpt and the observations of a short tiny-model run through the same
 // experiment the program runs. The exercise and the parity with Python PyTorch are graded in graded.cpp.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -260,6 +265,55 @@ TEST(Lab05Csv, OutputPathsAreCheckedBeforeTraining) {
   config.plots_dir = "/dev/null";
   EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
   EXPECT_TRUE(report.observations().empty()) << "nothing ran";
+}
+
+size_t line_count(const std::string& path) {
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
+// SIGTERM (or Ctrl-C) stops a run between two steps: exit 3, a line saying where it stopped, and a CSV of
+// whole lines, one per finished step. The lab's own program, started and signalled as a user's shell would.
+TEST(Lab05Interrupt, SigtermStopsBetweenStepsAndKeepsTheCsvWhole) {
+  SPEEDLABS_REQUIRE_DATA();
+  const std::string csv = temp_path("interrupted.csv"), log = temp_path("interrupted.log");
+  std::filesystem::remove(csv);
+  std::vector<std::string> args{LAB05_PROGRAM, "--quick", "--device", "cpu", "--precision", "fp32",
+                                "--steps", "100000", "--csv", csv};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&files);
+  // Signal once a few steps are in the CSV (header + 3); a minute is far more than the tiny model needs.
+  for (int waited = 0; waited < 600 && line_count(csv) < 4; ++waited) usleep(100'000);
+  ASSERT_GE(line_count(csv), 4u) << "the run wrote no steps in a minute";
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by a signal instead of stopping between steps";
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  const std::string output = speedlabs::read_file(log);
+  EXPECT_NE(output.find("interrupted at step"), std::string::npos) << output;
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "mode,step,loss,ms,tokens_per_s");
+  int step = 0;
+  for (; std::getline(in, line); ++step) {
+    EXPECT_EQ(line.rfind("fp32," + std::to_string(step) + ",", 0), 0u) << "line " << step + 2 << ": " << line;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 4) << line;
+  }
+  EXPECT_GE(step, 3);
+  std::filesystem::remove(csv);
+  std::filesystem::remove(log);
 }
 
 TEST(Lab05Observations, SequenceLongerThanTheBlockIsAUsageError) {
