@@ -1,7 +1,14 @@
 // common/process: children started from an argv vector, their exit, output, time limit and environment.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "common/errors.h"
 #include "common/process.h"
@@ -38,6 +45,39 @@ TEST(Process, InputEnvironmentAndTimeLimit) {
   const auto slow = speedlabs::run_process({"sleep", "30"}, limited);
   EXPECT_TRUE(slow.timed_out);
   EXPECT_FALSE(slow.ok());
+}
+
+// SIGTERM (or Ctrl-C) to the lab while a child runs: the child and everything in its process group (here a
+// grandchild) are ended and waited for at once, and run_process says it was interrupted. In a death test's
+// own process, since the stop request, once made, lasts for the life of the process.
+TEST(Process, AStopRequestEndsTheChildAndItsGroup) {
+  const auto pid_file = std::filesystem::temp_directory_path() / ("speedlabs-grandchild-" + std::to_string(getpid()));
+  EXPECT_EXIT(
+      {
+        speedlabs::install_stop_handlers();
+        std::thread signaller([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          kill(getpid(), SIGTERM);
+        });
+        const auto start = std::chrono::steady_clock::now();
+        const auto result = speedlabs::run_process({"sh", "-c", "sleep 60 & echo $! > \"$0\"; wait", pid_file.string()});
+        const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        signaller.join();
+        pid_t grandchild = 0;
+        std::ifstream(pid_file) >> grandchild;
+        std::filesystem::remove(pid_file);
+        bool grandchild_ended = false;  // gone, or a zombie waiting for init to reap it
+        for (int i = 0; i < 20 && grandchild > 0 && !grandchild_ended; ++i) {
+          std::ifstream stat("/proc/" + std::to_string(grandchild) + "/stat");
+          std::string line;
+          grandchild_ended = !std::getline(stat, line) || line.substr(line.rfind(')') + 2, 1) == "Z";
+          if (!grandchild_ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        std::fprintf(stderr, "interrupted=%d seconds=%.1f grandchild_ended=%d\n", result.interrupted, seconds,
+                     grandchild_ended);
+        std::exit(result.interrupted && speedlabs::stop_requested() && seconds < 10 && grandchild_ended ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "interrupted=1");
 }
 
 TEST(Process, MissingProgramIsAClearError) {
