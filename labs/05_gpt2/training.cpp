@@ -1,12 +1,17 @@
 #include "training.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <set>
 #include <sstream>
 
-#include "common/files.h"
 #include "common/format.h"
 #include "common/memory.h"
 #include "common/process.h"
@@ -30,13 +35,33 @@ constexpr int kMaxNonfiniteInARow = 8;
 }  // namespace
 
 CsvLog::CsvLog(std::string path) : path_(std::move(path)) {
-  if (!path_.empty()) add("mode,step,loss,ms,tokens_per_s");
+  if (path_.empty()) return;
+  const std::string temporary = path_ + ".tmp." + std::to_string(::getpid());
+  fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw speedlabs::RuntimeFailure("cannot write '" + temporary + "': " + std::strerror(errno));
+  add("mode,step,loss,ms,tokens_per_s");
+  if (std::rename(temporary.c_str(), path_.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw speedlabs::RuntimeFailure("cannot write '" + path_ + "': " + reason);
+  }
+}
+
+CsvLog::~CsvLog() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void CsvLog::add(const std::string& line) {
-  if (path_.empty()) return;
-  text_ += line + "\n";
-  speedlabs::write_file_atomically(path_, text_);
+  if (fd_ < 0) return;
+  const std::string bytes = line + "\n";
+  errno = 0;
+  if (::write(fd_, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
+    const std::string reason = errno != 0 ? std::strerror(errno) : "a short write";
+    const bool cut = ::ftruncate(fd_, size_) == 0;  // a partial line off: the file ends with a whole step
+    throw speedlabs::RuntimeFailure("writing the --csv file '" + path_ + "' failed (" + reason + "); " +
+                                    (cut ? "it keeps the steps before" : "its last line may be partial"));
+  }
+  size_ += static_cast<off_t>(bytes.size());
 }
 
 bool logged(int step, const Config& config) { return step % config.log_every == 0 || step == config.steps - 1; }

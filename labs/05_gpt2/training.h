@@ -1,6 +1,8 @@
 /// @file labs/05_gpt2/training.h
 /// @brief Lab 05's training loop: one precision mode, step after step, logged, timed, interruptible.
 #pragma once
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -10,20 +12,26 @@
 
 namespace lab05 {
 
-/// Every step's loss and time as CSV. The whole file is replaced atomically after each step, so it always
-/// holds this run's finished steps and nothing else: two runs given the same path never splice their rows,
-/// an interrupted run leaves whole lines, and a failed write (a full disk) stops the run with
-/// speedlabs::RuntimeFailure (exit 3) while the file keeps the steps written before.
+/// Every step's loss and time as CSV. The file is made under a temporary name of this run, with its header,
+/// and renamed into place at once; each step then appends its line in one checked write. So the file at
+/// the path always holds one run's finished steps: a second run given the same path renames its own file
+/// over it (the first one goes on writing to a file no name points to), so rows never splice; a line is
+/// never half there; and a failed write (a full disk) stops the run with speedlabs::RuntimeFailure (exit 3)
+/// with the file cut back to the steps before. One write per step, whatever the run's length.
 class CsvLog {
  public:
-  /// @param path  the CSV file ("" = no CSV: add() does nothing)
+  /// @param path  the CSV file ("" = no CSV: add() does nothing); throws RuntimeFailure when it cannot be made
   explicit CsvLog(std::string path);
-  /// Appends one line (without its newline) and replaces the file.
+  ~CsvLog();
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+  /// Appends one line (without its newline).
   void add(const std::string& line);
 
  private:
   std::string path_;
-  std::string text_;
+  int fd_ = -1;      // the file this run writes, wherever its name now is
+  off_t size_ = 0;   // bytes of whole lines written so far
 };
 
 /// What every mode's loop shares.
