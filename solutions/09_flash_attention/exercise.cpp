@@ -61,7 +61,7 @@ AttentionOutput tiled_attention_forward(const torch::Tensor& q, const torch::Ten
         scores.masked_fill_(key_index > query_index, kMinusInfinity);
       }
       // The first tile (k0 = 0) always holds key 0, which every row sees, so row_max is finite from then on.
-      const auto new_max = torch::maximum(row_max, std::get<0>(scores.max(-1, /*keepdim=*/true)));
+      const auto new_max = torch::maximum(row_max, scores.amax(-1, /*keepdim=*/true));  // amax: no argmax wanted
       const auto rescale = torch::exp(row_max - new_max);  // 0 on the first tile: exp(-inf)
       const auto weights = scores.sub_(new_max).exp_();    // in place: the tile of scores becomes its weights
       row_sum = row_sum * rescale + weights.sum(-1, /*keepdim=*/true);
