@@ -99,7 +99,7 @@ function(speedlabs_add_lab)
   target_link_libraries(${LAB_PROGRAM} PRIVATE ${label}_main ${core} ${exercise} ${earlier})
   set_target_properties(${LAB_PROGRAM} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bin")
 
-  # CI's check of the student build: the same objects linked with the labs/ stubs, as <program>_student.
+  # CI's CUDA compile check: the same objects linked with the labs/ stubs too, as <program>_student.
   if(LAB_EXERCISE AND SPEEDLABS_STUDENT_VARIANTS AND SPEEDLABS_EXERCISES STREQUAL "solutions")
     add_library(${exercise}_student OBJECT "${PROJECT_SOURCE_DIR}/labs/${folder}/exercise.cpp")
     target_link_libraries(${exercise}_student PUBLIC ${core})

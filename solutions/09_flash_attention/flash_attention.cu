@@ -52,9 +52,11 @@ __global__ void flash_forward_kernel(const float* __restrict__ q, const float* _
     __syncthreads();
 
     // Scores of this row against the tile; every thread reads the same k_tile element (a broadcast).
+    // The loops over keys unroll 4 ways, not fully: fully unrolled (64 keys x 64 dims) ptxas took 3 minutes
+    // per architecture on the CI machine and held all 64 scores in registers; query and acc stay in registers.
     float scores[kKeysPerTile];
     float tile_max = -INFINITY;
-#pragma unroll
+#pragma unroll 4
     for (int j = 0; j < kKeysPerTile; ++j) {
       float s = 0.0f;
 #pragma unroll
@@ -69,7 +71,7 @@ __global__ void flash_forward_kernel(const float* __restrict__ q, const float* _
     row_sum *= rescale;
 #pragma unroll
     for (int d = 0; d < HeadSize; ++d) acc[d] *= rescale;
-#pragma unroll
+#pragma unroll 4
     for (int j = 0; j < kKeysPerTile; ++j) {
       const float p = expf(scores[j] - new_max);  // masked: exp(-inf) = 0
       row_sum += p;
