@@ -31,7 +31,7 @@ GradientBuckets make_gradient_buckets(const std::vector<torch::Tensor>& params, 
   for (Bucket& bucket : layout.buckets) {
     int64_t elements = 0;
     for (size_t i : bucket.params) elements += params[i].numel();
-    bucket.flat = torch::zeros({elements}, torch::kFloat);
+    bucket.flat = torch::zeros({elements}, params[bucket.params.front()].options());  // on the gradients' device
   }
   return layout;
 }

@@ -24,6 +24,7 @@ struct Config {
   uint64_t seed = 42;          ///< initial weights and batches, the same for every job and mode
   double bucket_mb = 25;       ///< bucket size in MiB (PyTorch DDP's default)
   int micro_batches = 4;       ///< K of the gradient-accumulation check (must divide B)
+  std::string device = "cpu";  ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
   std::string hostfile;        ///< an mpirun host file: workers on several machines ("" = this one, loopback)
   std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
   std::string worker_program;  ///< the program mpirun starts ("" = this program, /proc/self/exe)
@@ -36,7 +37,8 @@ struct Config {
 Config quick_config();
 
 /// Rejects what cannot run before a worker starts (speedlabs::UsageError): B not divisible by N or K,
-/// no positive bucket size, fewer than two workers.
+/// no positive bucket size, fewer than two workers, a GPU run in a build without NCCL or with fewer GPUs
+/// on this machine than workers.
 /// @param config the run
 void validate(const Config& config);
 

@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
   speedlabs::ConfigFlags<Config> flags;
   return speedlabs::run_lab(
       argc, argv,
-      {"10", "10_data_parallel", "data-parallel training on MPI workers: the same losses as one worker, faster",
-       /*cpu_only=*/true},
+      {"10", "10_data_parallel", "data-parallel training on MPI workers: the same losses as one worker, faster"},
       [&](CLI::App& app) {
         flags.int_option(app, "--workers", &Config::workers, "N, worker processes (each with one thread)", 2);
         flags.option(app, "--config", &Config::model, "model size: tiny (CPU-friendly) or gpt2 (124M)")
@@ -39,6 +38,8 @@ int main(int argc, char** argv) {
         flags.option(app, "--data-dir", &Config::data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        lab10::run(flags.apply(context.flags.quick ? lab10::quick_config() : Config{}), report);
+        Config config = flags.apply(context.flags.quick ? lab10::quick_config() : Config{});
+        config.device = context.device.is_cuda() ? "cuda" : "cpu";  // cuda: NCCL between the GPUs
+        lab10::run(config, report);
       });
 }

@@ -93,6 +93,15 @@ std::vector<int64_t> MpiCommunicator::all_gather(const std::vector<int64_t>& val
   return all;
 }
 
+void MpiCommunicator::broadcast_bytes(void* data, int bytes, int root) {
+  check(MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
+int MpiCommunicator::local_rank() const {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return local != nullptr ? std::atoi(local) : rank_;
+}
+
 void MpiCommunicator::abort(int exit_code) {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler

@@ -44,6 +44,15 @@ class MpiCommunicator : public Communicator {
   /// @param values this worker's values
   std::vector<int64_t> all_gather(const std::vector<int64_t>& values);
 
+  /// Copies @p bytes bytes at @p data from worker @p root to every other worker (MPI_Bcast).
+  /// @param data  the buffer: read on @p root, written on the others
+  /// @param bytes its size
+  /// @param root  the worker whose bytes everyone gets
+  void broadcast_bytes(void* data, int bytes, int root);
+  /// This worker's number among the workers on its machine (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK; the
+  /// global rank when that is not set): which GPU it takes.
+  int local_rank() const;
+
   /// Ends every worker of the job (MPI_Abort): mpirun stops the others and exits with @p exit_code.
   /// @param exit_code the code mpirun exits with
   [[noreturn]] void abort(int exit_code);

@@ -19,12 +19,15 @@
 #include "datasets/data_loader.h"
 #include "exercise.h"
 #include "mpi_communicator.h"
+#ifdef SPEEDLABS_LAB10_NCCL  // defined only against a CUDA libtorch with NCCL (CMakeLists.txt)
+#include "nccl_communicator.h"
+#endif
 
 namespace lab10 {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Faults, kill_rank, kill_step, bigger_model_rank, claimed_workers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(JobSpec, model, batch, seq, steps, lr, seed, bucket_mb, modes, micro_batches,
-                                   expect_workers, data_dir, out_path, log_every, faults)
+                                   expect_workers, device, data_dir, out_path, log_every, faults)
 
 nlohmann::json to_json(const JobSpec& spec) { return spec; }
 
@@ -59,7 +62,7 @@ uint64_t weights_checksum(GPT& model) {
   uint64_t checksum = 0;
   for (const auto& p : model->parameters()) {
     const auto bits = p.detach().contiguous().view(torch::kInt32).to(torch::kInt64).flatten();
-    const auto position = torch::arange(bits.numel(), torch::kInt64).remainder(64) + 1;
+    const auto position = torch::arange(bits.numel(), bits.options()).remainder(64) + 1;
     checksum = checksum * 1000003u + static_cast<uint64_t>((bits * position).sum().item<int64_t>());
   }
   return checksum;
@@ -104,18 +107,32 @@ void print_step(const std::string& mode, int step, double loss, double step_ms, 
             << std::setw(7) << fixed(comm_ms, 1) << " ms in all-reduce" << std::endl;
 }
 
+// Where a worker trains and how its gradients travel: this CPU and MPI, or its own GPU and NCCL.
+struct Engine {
+  torch::Device device;
+  Communicator& gradients;  // the MPI communicator itself on a CPU
+};
+
+// Work queued on a GPU is done before the clock is read.
+void finish_queued_work(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
 // Trains spec.steps steps in @p mode from the seed's weights, every worker on its rows of each batch.
-Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm, const std::vector<int32_t>& tokens) {
+// @p comm carries the control messages (losses, checksums), engine.gradients the gradients.
+Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm, const Engine& engine,
+            const std::vector<int32_t>& tokens) {
   const int workers = comm.size();
   const int64_t rows = spec.batch / workers;
   torch::manual_seed(spec.seed);
   GPT model(model_config(spec, comm.rank()));
   check_workers_agree(spec, model, comm);
+  model->to(engine.device);
   auto optimizer = speedlabs::gpt::make_adamw(model, spec.lr);
   auto params = model->parameters();
   GradientBuckets buckets;
   if (mode == "bucketed") {
-    buckets = make_gradient_buckets(params, static_cast<int64_t>(spec.bucket_mb * (1 << 20)), comm);
+    buckets = make_gradient_buckets(params, static_cast<int64_t>(spec.bucket_mb * (1 << 20)), engine.gradients);
     attach_gradient_hooks(buckets);  // the hooks point at `buckets`, which stays put until the model is gone
   }
   datasets::DataLoaderLite loader(tokens, spec.batch, spec.seq);
@@ -123,16 +140,16 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
   for (int step = 0; step < spec.steps; ++step) {
     if (comm.rank() == spec.faults.kill_rank && step == spec.faults.kill_step) std::raise(SIGKILL);
     const auto batch = loader.next_batch();
-    const auto x = batch.x.narrow(0, comm.rank() * rows, rows);
-    const auto y = batch.y.narrow(0, comm.rank() * rows, rows);
+    const auto x = batch.x.narrow(0, comm.rank() * rows, rows).to(engine.device);
+    const auto y = batch.y.narrow(0, comm.rank() * rows, rows).to(engine.device);
 
     comm.take_mpi_seconds();
     const auto start = Clock::now();
     const auto loss = model->forward(x, y).loss;
     loss.backward();  // bucketed: the hooks fill the buckets and start their all-reduces in here
     if (mode == "naive") {
-      for (auto& p : params) {
-        comm.allreduce_sum(p.grad());  // one blocking all-reduce per gradient, after backward
+      for (auto& p : params) {  // one all-reduce per gradient, after backward, each waited for at once
+        engine.gradients.wait(engine.gradients.start_allreduce_sum(p.grad()));
         p.mutable_grad().div_(workers);
       }
     } else if (mode == "bucketed") {
@@ -140,6 +157,7 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
     }
     optimizer.step();
     optimizer.zero_grad();
+    finish_queued_work(engine.device);
     trace.step_ms.push_back(ms_since(start));
     trace.comm_ms.push_back(comm.take_mpi_seconds() * 1000);
 
@@ -155,12 +173,14 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
 }
 
 // The all-reduce alone: one flat buffer of all the gradients, a few times, for its bandwidth.
-nlohmann::json allreduce_benchmark(int64_t elements, MpiCommunicator& comm) {
-  auto flat = torch::ones({elements}, torch::kFloat);
+nlohmann::json allreduce_benchmark(int64_t elements, const Engine& engine) {
+  auto flat = torch::ones({elements}, torch::TensorOptions(torch::kFloat).device(engine.device));
   std::vector<double> ms;
   for (int i = 0; i < 6; ++i) {
+    finish_queued_work(engine.device);
     const auto start = Clock::now();
-    comm.allreduce_sum(flat);
+    engine.gradients.wait(engine.gradients.start_allreduce_sum(flat));
+    finish_queued_work(engine.device);
     if (i > 0) ms.push_back(ms_since(start));  // the first call sets up buffers and connections
   }
   std::sort(ms.begin(), ms.end());
@@ -208,18 +228,14 @@ nlohmann::json accumulation_check(const JobSpec& spec, const std::vector<int32_t
           {"max_abs_grad_diff", max_diff}, {"max_abs_grad", max_grad}};
 }
 
-nlohmann::json run_job(const JobSpec& spec, MpiCommunicator& comm) {
-  if (spec.batch % comm.size() != 0) {
-    throw speedlabs::UsageError("the global batch " + std::to_string(spec.batch) + " does not split evenly over " +
-                                std::to_string(comm.size()) + " workers");
-  }
+nlohmann::json run_modes(const JobSpec& spec, MpiCommunicator& comm, const Engine& engine) {
   const auto tokens = datasets::load_shakespeare_tokens(spec.data_dir).ids;
   nlohmann::json result{{"workers", comm.size()}, {"cores", std::thread::hardware_concurrency()}};
   for (const auto& mode : spec.modes) {
     if (mode != "single" && mode != "naive" && mode != "bucketed") {
       throw speedlabs::UsageError("unknown mode '" + mode + "'");
     }
-    const Trace trace = train(spec, mode, comm, tokens);
+    const Trace trace = train(spec, mode, comm, engine, tokens);
     result["modes"][mode] = {{"losses", trace.losses}, {"step_ms", trace.step_ms}, {"comm_ms", trace.comm_ms},
                              {"in_sync", trace.in_sync}};
   }
@@ -229,9 +245,26 @@ nlohmann::json run_job(const JobSpec& spec, MpiCommunicator& comm) {
   result["parameters"] = parameters;
   result["buckets"] = make_gradient_buckets(model->parameters(), static_cast<int64_t>(spec.bucket_mb * (1 << 20)), comm)
                           .buckets.size();
-  if (comm.size() > 1) result["allreduce"] = allreduce_benchmark(parameters, comm);
+  if (comm.size() > 1) result["allreduce"] = allreduce_benchmark(parameters, engine);
   if (spec.micro_batches > 0 && comm.rank() == 0) result["accumulation"] = accumulation_check(spec, tokens);
   return result;
+}
+
+nlohmann::json run_job(const JobSpec& spec, MpiCommunicator& comm) {
+  if (spec.batch % comm.size() != 0) {
+    throw speedlabs::UsageError("the global batch " + std::to_string(spec.batch) + " does not split evenly over " +
+                                std::to_string(comm.size()) + " workers");
+  }
+  if (spec.device == "cpu") return run_modes(spec, comm, Engine{torch::Device(torch::kCPU), comm});
+#ifdef SPEEDLABS_LAB10_NCCL
+  if (spec.device == "cuda") {
+    const torch::Device gpu = NcclCommunicator::use_local_gpu(comm.local_rank());
+    NcclCommunicator nccl(comm);
+    return run_modes(spec, comm, Engine{gpu, nccl});
+  }
+#endif
+  throw speedlabs::UsageError("no gradient engine for device '" + spec.device + "' in this build (cpu: MPI; cuda: " +
+                              "NCCL, built only against a CUDA libtorch with NCCL's header)");
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ struct JobSpec {
   std::vector<std::string> modes;  ///< "single" (no communication), "naive", "bucketed": run in this order
   int micro_batches = 0;       ///< >0: rank 0 also checks gradient accumulation with this many micro-batches
   int expect_workers = 1;      ///< the world size the launcher started (checked against MPI's)
+  std::string device = "cpu";  ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
   std::string data_dir;        ///< where tiny shakespeare is
   std::string out_path;        ///< rank 0 writes the measurements here (JSON)
   int log_every = 5;           ///< rank 0 prints every this many steps

@@ -134,4 +134,15 @@ TEST(Lab10Validate, RejectsWhatCannotSplitBeforeAnyWorkerStarts) {
   EXPECT_NO_THROW(lab10::validate(lab10::Config{}));
 }
 
+// --device cuda needs the NCCL path and a GPU per worker; where either is missing it stops before a worker
+// starts. (With both, Lab10Gpu runs it.)
+TEST(Lab10Validate, AGpuRunWithoutNcclOrAGpuPerWorkerIsAUsageError) {
+#ifdef SPEEDLABS_LAB10_NCCL
+  if (torch::cuda::device_count() >= 2) GTEST_SKIP() << "this machine can run 2 NCCL workers: Lab10Gpu does";
+#endif
+  lab10::Config config;
+  config.device = "cuda";
+  EXPECT_THROW(lab10::validate(config), speedlabs::UsageError);
+}
+
 }  // namespace
