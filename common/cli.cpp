@@ -58,7 +58,11 @@ namespace {
 int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExperiment& run) {
   const bool json_to_stdout = is_stream_path(flags.json_path);
   if (!flags.json_path.empty() && !json_to_stdout) require_writable(flags.json_path);
-  const c10::Device device = select_device(flags.device);
+  c10::Device device = select_device(flags.device);  // validates the request even for a CPU-only lab
+  if (info.cpu_only && !device.is_cpu()) {
+    std::cout << "(lab " << info.number << " runs on the CPU whatever --device says)\n";
+    device = c10::Device(c10::kCPU);
+  }
   Report report(info.folder, describe(device));
   std::cout << "lab " << info.folder << " on " << report.device() << (flags.quick ? " (quick)" : "") << "\n";
   run(LabContext{device, flags}, report);

@@ -19,6 +19,7 @@ struct LabInfo {
   std::string number;       ///< "01"
   std::string folder;       ///< "01_vectorize"
   std::string description;  ///< one line for --help
+  bool cpu_only = false;    ///< the experiment always runs on the CPU; --device is checked, then reported as cpu
 };
 
 /// The flags every lab has.
@@ -30,7 +31,7 @@ struct CommonFlags {
 
 /// What the experiment gets: the chosen device and the common flags.
 struct LabContext {
-  c10::Device device;  ///< the device chosen from --device
+  c10::Device device;  ///< the device chosen from --device (the CPU for a cpu_only lab)
   CommonFlags flags;   ///< the common flags as given
 };
 
