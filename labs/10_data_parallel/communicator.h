@@ -25,6 +25,9 @@ class Communicator {
   /// Blocks until the all-reduce @p handle is complete: its tensor then holds the sum over all workers.
   /// @param handle a value start_allreduce_sum() returned and no wait() has consumed yet
   virtual void wait(int handle) = 0;
+  /// A blocking all-reduce of @p flat: start, then wait at once (naive data parallel, the benchmark).
+  /// @param flat as for start_allreduce_sum()
+  void allreduce_sum(const torch::Tensor& flat) { wait(start_allreduce_sum(flat)); }
 };
 
 }  // namespace lab10

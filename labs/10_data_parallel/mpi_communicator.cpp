@@ -70,8 +70,6 @@ void MpiCommunicator::wait(int handle) {
   in_use_[handle] = false;
 }
 
-void MpiCommunicator::allreduce_sum(const torch::Tensor& tensor) { wait(start_allreduce_sum(tensor)); }
-
 double MpiCommunicator::sum(double value) {
   double total = 0;
   check(MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");

@@ -31,9 +31,6 @@ class MpiCommunicator : public Communicator {
   int start_allreduce_sum(const torch::Tensor& flat) override;
   void wait(int handle) override;
 
-  /// A blocking all-reduce (start, then wait) of @p tensor, summed in place.
-  /// @param tensor a contiguous float32 CPU tensor
-  void allreduce_sum(const torch::Tensor& tensor);
   /// The sum of @p value over all workers (a blocking MPI_Allreduce of one double).
   /// @param value this worker's value
   double sum(double value);

@@ -149,7 +149,7 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
     loss.backward();  // bucketed: the hooks fill the buckets and start their all-reduces in here
     if (mode == "naive") {
       for (auto& p : params) {  // one all-reduce per gradient, after backward, each waited for at once
-        engine.gradients.wait(engine.gradients.start_allreduce_sum(p.grad()));
+        engine.gradients.allreduce_sum(p.grad());
         p.mutable_grad().div_(workers);
       }
     } else if (mode == "bucketed") {
@@ -179,7 +179,7 @@ nlohmann::json allreduce_benchmark(int64_t elements, const Engine& engine) {
   for (int i = 0; i < 6; ++i) {
     finish_queued_work(engine.device);
     const auto start = Clock::now();
-    engine.gradients.wait(engine.gradients.start_allreduce_sum(flat));
+    engine.gradients.allreduce_sum(flat);
     finish_queued_work(engine.device);
     if (i > 0) ms.push_back(ms_since(start));  // the first call sets up buffers and connections
   }
