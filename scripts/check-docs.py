@@ -186,6 +186,10 @@ def main(argv):
         anchor = re.search(r"\{#([\w-]+)\}", first)
         if not anchor or f"{anchor.group(1)}.html" not in pages:
             problems.append(f"labs/{folder.name}/README.md has no page in the sidebar")
+    # The claims ledger (docs/claims.md, generated from docs/claims.json and the kept runs) is opened too.
+    for required in ("claims.html", "maintainers.html"):
+        if required not in pages:
+            problems.append(f"{required} is not in the sidebar (a @subpage of the main page)")
     with tempfile.TemporaryDirectory() as profile:
         browser = Browser(program, profile)
         try:

@@ -7,12 +7,26 @@
                                             docs/results/labNN.json
     lab_pages.py check-ids README JSON      the README's "What you should observe" table lists exactly the
                                             ids of the lab's --json report (and of docs/results/labNN.json)
+    lab_pages.py check                      before the docs are built: every kept run is fresh (made from the
+                                            sources as they are now, see fingerprint), every {{run:...}}
+                                            placeholder of every page names an id and a field its kept run has,
+                                            and the claims ledger (docs/claims.json) names only observed ids
+    lab_pages.py fingerprint NN             the fingerprint of lab NN's sources now, and what it covers
     lab_pages.py filter FILE                Doxygen's INPUT_FILTER for Markdown: the page as Doxygen should
                                             read it (see filter_page)
+
+A kept run is tied to the code it was made from by a fingerprint: the SHA-256 of the path and bytes of every
+file (as git lists them: tracked, or new and not ignored) under the lab's folder labs/NN_*/ (its code and
+its lesson), its reference answer solutions/NN_*/, the same two folders of every earlier lab whose
+exercise it runs (USES_EXERCISES in its CMakeLists.txt, followed through), and the shared sources common/
+and datasets/. Build files, the tests and the docs' own pages are left out: they do not change what a lab
+measures. A change to any covered file makes the kept run stale, and `./lab docs` fails until it is made
+again (./lab docs --refresh-results NN).
 
 Labs are found by folder, so a new labs/NN_topic/ is picked up by every command without a change here.
 """
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -77,6 +91,7 @@ def refresh(build, only):
             argv = [str(program), "--quick", "--json", str(json_path)]
             print(f"lab_pages: lab {number}: {' '.join(argv[:2])} --json ...", flush=True)
             started = datetime.datetime.now(datetime.timezone.utc)
+            load_before = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
             run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
             seconds = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
             # 0: every must-hold observation holds, 1: one fails (a real result, kept and shown); 2-4: no report.
@@ -86,7 +101,8 @@ def refresh(build, only):
                 continue
             report = json.loads(json_path.read_text())
         report["run"] = {"command": f"build/bin/lab{number} --quick --json", "exit_code": run.returncode,
-                         "date": started.strftime("%Y-%m-%d"), "seconds": round(seconds, 1), **machine}
+                         "date": started.strftime("%Y-%m-%d"), "seconds": round(seconds, 1), **machine,
+                         "load_average_before": load_before, **provenance(number)}
         target = RESULTS / f"lab{number}.json"
         partial = target.with_suffix(".json.partial")
         partial.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -94,6 +110,97 @@ def refresh(build, only):
         print(f"lab_pages: wrote {target.relative_to(ROOT)} ({seconds:.0f} s, exit {run.returncode})", flush=True)
     if failed:
         sys.exit(f"lab_pages: no report from lab(s) {', '.join(failed)}")
+
+
+# ---------------------------------------------------------------------------------------- provenance
+
+def lab_folder(number):
+    found = [f for f in lab_folders() if f.name[:2] == number]
+    return found[0] if found else None
+
+
+def used_labs(number, seen=None):
+    """The labs whose exercise lab NN runs (USES_EXERCISES in its CMakeLists.txt), followed through."""
+    seen = set() if seen is None else seen
+    folder = lab_folder(number)
+    cmake = folder / "CMakeLists.txt" if folder else None
+    if cmake and cmake.exists():
+        match = re.search(r"USES_EXERCISES((?:\s+\d\d)+)", cmake.read_text(encoding="utf-8"))
+        for used in (match.group(1).split() if match else []):
+            if used not in seen:
+                seen.add(used)
+                used_labs(used, seen)
+    return sorted(seen)
+
+
+def fingerprint_roots(number):
+    """The folders a kept run of lab NN depends on, relative to the repository (see the module's comment)."""
+    roots = []
+    for n in [number, *used_labs(number)]:
+        folder = lab_folder(n)
+        if folder:
+            roots.append(f"labs/{folder.name}")
+            if (ROOT / "solutions" / folder.name).is_dir():
+                roots.append(f"solutions/{folder.name}")
+    return roots + ["common", "datasets"]
+
+
+def listed_files(root_rel):
+    """The files under a folder as git lists them (tracked, or new and not ignored); every file there when
+    this is not a git checkout (a scratch copy)."""
+    folder = ROOT / root_rel
+    git = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                          "--", root_rel], capture_output=True)
+    inside = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if git.returncode == 0 and inside.returncode == 0 and pathlib.Path(inside.stdout.strip()).resolve() == ROOT:
+        names = sorted({n for n in git.stdout.decode().split("\0") if n})
+        return [ROOT / n for n in names if (ROOT / n).is_file()]
+    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def fingerprint(number):
+    digest = hashlib.sha256()
+    for root_rel in fingerprint_roots(number):
+        for path in listed_files(root_rel):
+            digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def provenance(number):
+    """What a kept run records about the code it was made from: the commit, whether the tree had changes
+    beyond it, and the fingerprint of the sources it depends on."""
+    def git(*args):
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else None
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
+            "fingerprint": fingerprint(number), "fingerprint_of": fingerprint_roots(number)}
+
+
+def refresh_command(number):
+    return f"./lab docs --refresh-results {number}"
+
+
+def stale_runs():
+    """Sentences, one per lab whose kept run was not made from the sources as they are now."""
+    problems = []
+    for folder in lab_folders():
+        number = folder.name[:2]
+        path = RESULTS / f"lab{number}.json"
+        if not path.exists():
+            continue  # a new lab before its first kept run: check-ids reports it as skipped
+        run = json.loads(path.read_text(encoding="utf-8")).get("run", {})
+        kept = run.get("fingerprint")
+        if kept == fingerprint(number):
+            continue
+        if kept:
+            why = (f"made at commit {(run.get('commit') or '?')[:10]}; a file under "
+                   f"{', '.join(fingerprint_roots(number))} has changed since")
+        else:
+            why = "it records no fingerprint of the sources it was made from"
+        problems.append(f"lab {number}: the kept run docs/results/lab{number}.json is stale ({why}): "
+                        f"rerun it with {refresh_command(number)} and commit it")
+    return problems
 
 
 # -------------------------------------------------------------------------------------------- check-ids
@@ -197,6 +304,43 @@ def measured_text(value):
     return text if len(text) <= 240 else text[:237] + "..."
 
 
+VERDICT_WORDS = {"holds": "holds", "fails": "**fails**", "not_applicable": "n/a", "inconclusive": "could not decide"}
+
+
+def evidence_text(evidence):
+    """An observation's optional "evidence" (how far to trust a timed measurement) in a few words: the spread
+    of the repeats as a share of the median and their count, e.g. "±12% (n=9)", and "busy" when the machine
+    was found busy while it measured. Unknown fields are left out; nothing readable gives "-"."""
+    if not isinstance(evidence, dict):
+        return "-" if evidence is None else measured_text(evidence)
+    def first(*keys, within=evidence):
+        return next((within[k] for k in keys if isinstance(within.get(k), (int, float)) and
+                     not isinstance(within.get(k), bool)), None)
+    parts = []
+    spread = first("relative_spread", "spread_rel", "rel_spread", "spread_share", "relative_iqr", "cv", "spread")
+    count = first("n", "samples", "repeats", "count")
+    if spread is not None:
+        parts.append(f"±{spread * 100:.0f}%" if abs(spread) < 10 else f"±{spread:.3g}")
+    if count is not None:
+        parts.append(f"(n={count:.0f})")
+    contention = evidence.get("contention") if isinstance(evidence.get("contention"), dict) else evidence
+    if contention.get("busy") is True:
+        parts.append("busy")
+    elif contention.get("busy") is False:
+        parts.append("quiet")
+    return " ".join(parts) or "-"
+
+
+def run_machine(report):
+    """The machine of a kept run in words: "AMD EPYC, 2 logical CPUs, quiet (load 0.12 when it started)"."""
+    run = report["run"]
+    words = f"{run['cpu']}, {run['logical_cpus']} logical CPUs"
+    load = run.get("load_average_before")
+    if isinstance(load, (int, float)):
+        words += f", {'busy' if load >= 0.5 * max(1, run['logical_cpus']) else 'quiet'} (load {load:.2f} when it started)"
+    return words
+
+
 def results_section(number):
     """The observation table of the kept run of lab NN, as Markdown (empty when there is none)."""
     path = RESULTS / f"lab{number}.json"
@@ -204,26 +348,193 @@ def results_section(number):
         return ""
     report = json.loads(path.read_text(encoding="utf-8"))
     run = report["run"]
-    verdict_mark = {"holds": "holds", "fails": "**fails**", "not_applicable": "n/a"}
+    with_evidence = any("evidence" in o for o in report["observations"])
     rows = []
     for o in report["observations"]:
-        verdict = verdict_mark.get(o["verdict"], o["verdict"])
+        verdict = VERDICT_WORDS.get(o["verdict"], o["verdict"])
         note = f" ({o['reason']})" if o.get("reason") else ""
+        spread = f" {cell(evidence_text(o.get('evidence')))} |" if with_evidence else ""
         rows.append(f"| `{o['id']}` | {verdict} | {'yes' if o['must_hold'] else 'no'} | "
-                    f"{cell(measured_text(o.get('measured')))} | {cell(o['expected'])}{cell(note)} |")
+                    f"{cell(measured_text(o.get('measured')))} |{spread} {cell(o['expected'])}{cell(note)} |")
+    made = f" at commit `{run['commit'][:10]}`" if run.get("commit") else ""
     return "\n".join([
         "",
         "### One real run (`--quick`)",
         "",
-        f"`{run['command']}` on {run['date']}: {run['cpu']}, {report['device']}, libtorch {report['libtorch']} "
-        f"({run['os']}); exit code {run['exit_code']}. Written by `./lab docs --refresh-results` into "
-        f"`docs/results/lab{number}.json`; rerun it on your machine to compare.",
+        f"`{run['command']}` on {run['date']}{made}: {run_machine(report)}; {report['device']}, libtorch "
+        f"{report['libtorch']} ({run['os']}); exit code {run['exit_code']}. Written by `./lab docs "
+        f"--refresh-results` into `docs/results/lab{number}.json`; rerun it on your machine to compare.",
         "",
-        "| id | verdict | must hold | measured | expected |",
-        "|---|---|---|---|---|",
+        "| id | verdict | must hold | measured |" + (" spread |" if with_evidence else "") + " expected |",
+        "|---|---|---|---|" + ("---|" if with_evidence else "") + "---|",
         *rows,
         "",
     ])
+
+
+# ------------------------------------------------------------------------------------------ placeholders
+
+# {{run:NN:ID.FIELD...|FORMAT}}: a value of lab NN's kept run. ID is an observation id; FIELD is a path
+# into the observation (measured, expected, verdict, reason, evidence, ...), or into its "measured" when it
+# names none of those (so {{run:07:loader_cost_ms.ms_per_batch}} is measured.ms_per_batch); a number in
+# the path indexes a list. FORMAT is a Python format spec (".0f", ".1%", ",.0f"), optionally after a scale
+# that divides first: k, M, G (powers of 1000), KiB, MiB, GiB (powers of 1024); "|MiB.0f" is the value in
+# MiB with no decimals. {{run:NN:machine}} is the machine the kept run was made on, in words.
+PLACEHOLDER = re.compile(r"\{\{run:(?P<lab>\d\d):(?P<id>[A-Za-z0-9_]+)(?P<path>(?:\.[A-Za-z0-9_]+)*)"
+                         r"(?:\|(?P<format>[^}]*))?\}\}")
+OBSERVATION_FIELDS = {"id", "claim", "measured", "expected", "verdict", "reason", "must_hold", "evidence"}
+SCALES = {"k": 1e3, "M": 1e6, "G": 1e9, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
+
+
+class PlaceholderError(ValueError):
+    pass
+
+
+def kept_report(number, cache={}):
+    if number not in cache:
+        path = RESULTS / f"lab{number}.json"
+        cache[number] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return cache[number]
+
+
+def resolve(match):
+    text, number, ident = match.group(0), match.group("lab"), match.group("id")
+    report = kept_report(number)
+    if report is None:
+        raise PlaceholderError(f"{text}: lab {number} has no kept run (docs/results/lab{number}.json)")
+    if ident == "machine" and not match.group("path"):
+        return run_machine(report)
+    observation = next((o for o in report["observations"] if o["id"] == ident), None)
+    if observation is None:
+        raise PlaceholderError(f"{text}: lab {number}'s kept run has no observation '{ident}'")
+    keys = [k for k in match.group("path").split(".") if k]
+    value = observation if keys and keys[0] in OBSERVATION_FIELDS else observation.get("measured")
+    for key in keys or []:
+        if isinstance(value, dict) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            raise PlaceholderError(f"{text}: observation '{ident}' of lab {number} has no field "
+                                   f"'{match.group('path')[1:]}'")
+    if isinstance(value, (dict, list)) or value is None:
+        raise PlaceholderError(f"{text}: '{ident}{match.group('path')}' is {type(value).__name__}, not a value: "
+                               f"name one of its fields")
+    spec = match.group("format") or ""
+    scale = next((s for s in sorted(SCALES, key=len, reverse=True) if spec.startswith(s)), None)
+    if scale:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise PlaceholderError(f"{text}: a scale needs a number, the field holds {value!r}")
+        value, spec = value / SCALES[scale], spec[len(scale):]
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not spec:
+        if isinstance(value, float):
+            return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+        return str(value)
+    try:
+        return format(value, spec)
+    except (ValueError, TypeError) as error:
+        raise PlaceholderError(f"{text}: format '{spec}' does not apply to {value!r}: {error}") from None
+
+
+def fill_placeholders(text):
+    """The page with every {{run:...}} replaced by its value; PlaceholderError names the first bad one."""
+    return PLACEHOLDER.sub(resolve, text)
+
+
+def placeholder_problems(path):
+    text = path.read_text(encoding="utf-8")
+    problems = []
+    for match in PLACEHOLDER.finditer(text):
+        try:
+            resolve(match)
+        except PlaceholderError as error:
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(f"{path.relative_to(ROOT)}:{line}: {error}")
+    for match in re.finditer(r"\{\{run:[^}]*\}\}", text):
+        if not PLACEHOLDER.fullmatch(match.group(0)):
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(f"{path.relative_to(ROOT)}:{line}: {match.group(0)} is not a placeholder: "
+                            f"{{{{run:NN:ID.FIELD|FORMAT}}}}")
+    return problems
+
+
+# -------------------------------------------------------------------------------------------- the claims
+
+CLAIMS = ROOT / "docs" / "claims.json"
+
+
+def kept_runs_by_machine():
+    """{machine label: {lab number: report}}: docs/results/labNN.json, and docs/results/<folder>/labNN.json
+    for kept runs of another machine (a GPU's)."""
+    machines = {}
+    for path in sorted(RESULTS.glob("lab[0-9][0-9].json")) + sorted(RESULTS.glob("*/lab[0-9][0-9].json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        device = report.get("device", "?").split(" ")[0]
+        label = f"{report['run']['cpu']}, {report['run']['logical_cpus']} logical CPUs ({device})"
+        if device != "cpu" and report["run"].get("gpu"):
+            label = f"{report['run']['gpu']} ({device})"
+        machines.setdefault(label, {})[path.stem[3:]] = report
+    return machines
+
+
+def ledger_problems():
+    """Sentences for every ledger entry that names a lab or an id no kept run (or lesson table) has."""
+    if not CLAIMS.exists():
+        return []
+    problems = []
+    for number, claim in enumerate(json.loads(CLAIMS.read_text(encoding="utf-8"))["claims"], 1):
+        checks, quoted = claim.get("checked_by", []), claim.get("not_checked")
+        if bool(checks) == bool(quoted):
+            problems.append(f"docs/claims.json, claim {number}: give either checked_by or not_checked (the reason)")
+        for check in checks:
+            folder = lab_folder(check["lab"])
+            report = kept_report(check["lab"])
+            if folder is None:
+                problems.append(f"docs/claims.json, claim {number}: there is no lab {check['lab']}")
+                continue
+            known = [o["id"] for o in report["observations"]] if report else \
+                observe_table_ids((folder / "README.md").read_text(encoding="utf-8")) or []
+            if check["id"] not in known:
+                problems.append(f"docs/claims.json, claim {number}: lab {check['lab']} observes no '{check['id']}'")
+    return problems
+
+
+def claims_ledger():
+    """The ledger as Markdown tables: per source, each claim, the observations that check it and their
+    verdict in each machine's kept run; then the claims no lab checks on this hardware, with the reason."""
+    ledger = json.loads(CLAIMS.read_text(encoding="utf-8"))
+    machines = kept_runs_by_machine()
+    out = []
+    for source in ledger["sources"]:
+        claims = [c for c in ledger["claims"] if c["source"] == source["key"]]
+        checked = [c for c in claims if c.get("checked_by")]
+        quoted = [c for c in claims if not c.get("checked_by")]
+        out += ["", f"## {source['title']}", "", source["about"], "",
+                f"{len(checked)} claims checked by a lab, {len(quoted)} quoted.", ""]
+        header = "| where | claim | checked by |" + "".join(f" {cell(m)} |" for m in machines)
+        out += [header, "|---|---|---|" + "---|" * len(machines)]
+        for c in checked:
+            ids = "<br>".join(f"lab {k['lab']}: `{k['id']}`" for k in c["checked_by"])
+            verdicts = []
+            for runs in machines.values():
+                words = []
+                for k in c["checked_by"]:
+                    report = runs.get(k["lab"])
+                    o = next((o for o in report["observations"] if o["id"] == k["id"]), None) if report else None
+                    word = "no kept run" if o is None else VERDICT_WORDS.get(o["verdict"], o["verdict"])
+                    if o is not None and o["verdict"] in ("not_applicable", "inconclusive") and o.get("reason"):
+                        reason = o["reason"] if len(o["reason"]) <= 60 else o["reason"][:57] + "..."
+                        word += f" ({cell(reason)})"
+                    words.append(word)
+                verdicts.append("<br>".join(words))
+            out.append(f"| {cell(c['where'])} | {cell(c['claim'])} | {ids} |" + "".join(f" {v} |" for v in verdicts))
+        if quoted:
+            out += ["", f"Quoted from {source['short']}, not checked here:", "",
+                    "| where | claim | why no lab checks it here |", "|---|---|---|"]
+            out += [f"| {cell(c['where'])} | {cell(c['claim'])} | {cell(c['not_checked'])} |" for c in quoted]
+    return "\n".join(out)
 
 
 def rewrite_images(text, page):
@@ -276,7 +587,32 @@ def filter_page(path):
             lines[end:end] = section.split("\n")
         text = "\n".join(lines)
     text = re.sub(r"^@labs_path$", lambda _: lab_path_list(), text, flags=re.M)
+    text = re.sub(r"^@claims_ledger$", lambda _: claims_ledger(), text, flags=re.M)
+    try:
+        text = fill_placeholders(text)
+    except PlaceholderError as error:  # `lab_pages.py check` fails the docs build first; never show a guess
+        sys.exit(f"{page}: {error}")
     sys.stdout.write(text)
+
+
+def doc_pages():
+    """Every Markdown page the docs read (the pages placeholders may appear on)."""
+    pages = [ROOT / "datasets" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages += [folder / "README.md" for folder in lab_folders()]
+    return [p for p in pages if p.exists()]
+
+
+def check():
+    """The docs' preconditions: fresh kept runs, placeholders that resolve, a ledger naming real ids."""
+    problems = stale_runs()
+    for page in doc_pages():
+        problems += placeholder_problems(page)
+    problems += ledger_problems()
+    for problem in problems:
+        print(f"lab_pages: {problem}", file=sys.stderr)
+    if problems:
+        sys.exit(f"lab_pages: {len(problems)} problem(s) before the docs can be built")
+    print(f"lab_pages: every kept run is fresh, every placeholder of {len(doc_pages())} pages resolves")
 
 
 def main(argv):
@@ -287,6 +623,11 @@ def main(argv):
         refresh(build, [f"{int(n):02d}" for n in only])
     elif len(argv) == 3 and argv[0] == "check-ids":
         check_ids(argv[1], argv[2])
+    elif argv == ["check"]:
+        check()
+    elif len(argv) == 2 and argv[0] == "fingerprint":
+        number = f"{int(argv[1]):02d}"
+        print(fingerprint(number), " ".join(fingerprint_roots(number)))
     elif len(argv) == 2 and argv[0] == "filter":
         filter_page(argv[1])
     else:

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Tests of scripts/lab_pages.py on a scratch copy (standard library only): a kept run goes stale when a source
+it depends on changes, a placeholder fills a lesson's numbers from the kept run and fails the check when it
+names a missing id or field, and the table shows a verdict that could not be decided and a timing's spread.
+
+    test_lab_pages.py [REPO]      (default: the repository this file is in)
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2]).resolve()
+
+README = """# Lab 01: a demo {#lab01}
+
+Loading costs {{run:01:loader_cost_ms.ms_per_batch|.0f}} ms, {{run:01:loader_cost_ms.share|.1%}} of the step,
+on {{run:01:machine}}.
+
+## What you should observe
+
+| id | what |
+|---|---|
+| `loader_cost_ms` | the cost |
+| `step_speedup` | the speed-up |
+
+## Next
+"""
+
+
+class ScratchCopy(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = pathlib.Path(self.tmp.name)
+        (self.root / "scripts").mkdir()
+        shutil.copy(REPO / "scripts" / "lab_pages.py", self.root / "scripts")
+        files = {
+            "labs/01_demo/README.md": README,
+            "labs/01_demo/CMakeLists.txt": "speedlabs_add_lab(ID 01 SOURCES experiment.cpp)\n",
+            "labs/01_demo/experiment.cpp": "int answer() { return 42; }\n",
+            "labs/README.md": "| [01](01_demo/README.md) | a demo |\n",
+            "solutions/01_demo/exercise.cpp": "int solve() { return 1; }\n",
+            "common/timer.h": "#pragma once\n",
+            "datasets/data_loader.cpp": "// the loader\n",
+            "docs/mainpage.md": "# demo {#mainpage}\n",
+        }
+        for name, text in files.items():
+            (self.root / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / name).write_text(text, encoding="utf-8")
+        self.write_kept_run()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def lab_pages(self, *args):
+        return subprocess.run([sys.executable, str(self.root / "scripts" / "lab_pages.py"), *args],
+                              capture_output=True, text=True, cwd=self.root)
+
+    def write_kept_run(self, fingerprint=None):
+        if fingerprint is None:
+            fingerprint = self.lab_pages("fingerprint", "01").stdout.split()[0]
+        report = {"lab": "01_demo", "device": "cpu (2 threads)", "libtorch": "2.13.0", "observations": [
+            {"id": "loader_cost_ms", "claim": "loading costs time", "expected": "> 0", "must_hold": False,
+             "verdict": "holds", "measured": {"ms_per_batch": 25.34, "share": 0.0465},
+             "evidence": {"relative_spread": 0.12, "n": 9, "contention": {"busy": False}}},
+            {"id": "step_speedup", "claim": "faster", "expected": ">= 1.5x", "must_hold": True,
+             "verdict": "inconclusive", "reason": "the machine was busy: another process used 1.2 cores",
+             "measured": 1.21}],
+            "run": {"command": "build/bin/lab01 --quick --json", "exit_code": 0, "date": "2026-12-01",
+                    "seconds": 1.0, "cpu": "AMD EPYC", "logical_cpus": 2, "os": "Linux", "load_average_before": 0.1,
+                    "commit": "0123456789abcdef", "fingerprint": fingerprint}}
+        results = self.root / "docs" / "results"
+        results.mkdir(parents=True, exist_ok=True)
+        (results / "lab01.json").write_text(json.dumps(report), encoding="utf-8")
+
+    def test_fresh_run_passes_and_a_changed_source_makes_it_stale(self):
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        for changed in ("common/timer.h", "datasets/data_loader.cpp", "solutions/01_demo/exercise.cpp",
+                        "labs/01_demo/experiment.cpp", "labs/01_demo/README.md"):
+            with self.subTest(changed=changed):
+                path = self.root / changed
+                before = path.read_text(encoding="utf-8")
+                path.write_text(before + "\n// changed\n", encoding="utf-8")
+                result = self.lab_pages("check")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn("lab 01", result.stderr)
+                self.assertIn("stale", result.stderr)
+                self.assertIn("./lab docs --refresh-results 01", result.stderr)
+                path.write_text(before, encoding="utf-8")
+                self.assertEqual(self.lab_pages("check").returncode, 0)
+
+    def test_a_new_file_counts_and_a_run_without_fingerprint_is_stale(self):
+        (self.root / "common" / "contention.h").write_text("#pragma once\n", encoding="utf-8")
+        self.assertNotEqual(self.lab_pages("check").returncode, 0)
+        self.write_kept_run(fingerprint="")
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("records no fingerprint", result.stderr)
+
+    def test_placeholders_are_filled_from_the_kept_run(self):
+        page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md"))
+        self.assertEqual(page.returncode, 0, page.stderr)
+        self.assertIn("Loading costs 25 ms, 4.7% of the step", page.stdout)
+        self.assertIn("on AMD EPYC, 2 logical CPUs, quiet (load 0.10 when it started).", page.stdout)
+        self.assertNotIn("{{run:", page.stdout)
+
+    def test_a_placeholder_naming_a_missing_id_or_field_fails_the_check(self):
+        readme = self.root / "labs" / "01_demo" / "README.md"
+        for bad, said in (("{{run:01:no_such_id}}", "no observation 'no_such_id'"),
+                          ("{{run:01:loader_cost_ms.no_such_field}}", "no field 'no_such_field'"),
+                          ("{{run:01:loader_cost_ms}}", "not a value"),
+                          ("{{run:02:loader_cost_ms}}", "lab 02 has no kept run"),
+                          ("{{run:01 loader_cost_ms}}", "is not a placeholder")):
+            with self.subTest(bad=bad):
+                readme.write_text(README + bad + "\n", encoding="utf-8")
+                self.write_kept_run()  # the README is a source: keep the run fresh, test the placeholder alone
+                result = self.lab_pages("check")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(said, result.stderr)
+                self.assertNotIn("stale", result.stderr)
+
+    def test_the_table_shows_could_not_decide_and_the_spread(self):
+        page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md")).stdout
+        row = [line for line in page.splitlines() if line.startswith("| `step_speedup`")][-1]
+        self.assertIn("could not decide", row)
+        self.assertIn("the machine was busy", row)
+        row = [line for line in page.splitlines() if line.startswith("| `loader_cost_ms`")][-1]
+        self.assertIn("±12% (n=9) quiet", row)
+        self.assertIn("| id | verdict | must hold | measured | spread | expected |", page)
+
+
+class TheRepository(unittest.TestCase):
+    def test_the_claims_ledger_names_only_observed_ids(self):
+        sys.path.insert(0, str(REPO / "scripts"))
+        import lab_pages
+        self.assertEqual(lab_pages.ledger_problems(), [])
+        self.assertIn("| where | claim | checked by |", lab_pages.claims_ledger())
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
