@@ -1,19 +1,74 @@
 #include "common/observations.h"
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/format.h"
 #include "common/named_enum.h"
 
 namespace speedlabs {
 
 std::string to_string(Verdict v) {
-  static const EnumNames<Verdict> names(
-      "verdict", {{Verdict::holds, "holds"}, {Verdict::fails, "fails"}, {Verdict::not_applicable, "not_applicable"}});
+  static const EnumNames<Verdict> names("verdict", {{Verdict::holds, "holds"},
+                                                    {Verdict::fails, "fails"},
+                                                    {Verdict::not_applicable, "not_applicable"},
+                                                    {Verdict::inconclusive, "inconclusive"}});
   return names.name(v);
+}
+
+namespace {
+
+std::string number(double value) {
+  std::ostringstream s;
+  s << std::setprecision(4) << value;
+  return s.str();
+}
+
+std::string percent(double share) { return std::isfinite(share) ? fixed(100 * share, 0) + "%" : "unbounded"; }
+
+}  // namespace
+
+nlohmann::json Evidence::to_json() const {
+  nlohmann::json limits = nlohmann::json::array();
+  for (const auto& b : bounds) {
+    limits.push_back({{"what", b.what}, {"value", b.value}, {"low", b.low}, {"high", b.high}, {"broken", b.broken()}});
+  }
+  return {{"value", value.to_json()}, {"contention", contention.to_json()}, {"bounds", limits},
+          {"max_spread", max_spread}, {"min_samples", min_samples}};
+}
+
+Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason) {
+  const Summary& v = evidence.value;
+  for (const auto& b : evidence.bounds) {
+    if (b.broken()) {
+      reason = b.what + " = " + number(b.value) + " lies outside [" + number(b.low) + ", " + number(b.high) +
+               "], which no real run can give: the measurement failed";
+      return Verdict::inconclusive;
+    }
+  }
+  if (v.count < evidence.min_samples) {
+    reason = std::to_string(v.count) + " sample(s), fewer than the " + std::to_string(evidence.min_samples) +
+             " a spread needs";
+    return Verdict::inconclusive;
+  }
+  if (evidence.contention.busy()) {
+    reason = "the machine was busy: " + evidence.contention.why_busy();
+    return Verdict::inconclusive;
+  }
+  if (!(v.spread() <= evidence.max_spread)) {
+    reason = "the samples scatter by " + percent(v.spread()) + " (interquartile range over median), more than " +
+             percent(evidence.max_spread);
+    return Verdict::inconclusive;
+  }
+  const bool low = rule(v.q1), middle = rule(v.median), high = rule(v.q3);
+  if (low && middle && high) return Verdict::holds;
+  if (!low && !middle && !high) return Verdict::fails;
+  reason = "the expectation lies within the measured spread [" + number(v.q1) + ", " + number(v.q3) + "]";
+  return Verdict::inconclusive;
 }
 
 Report::Report(std::string lab, std::string device) : lab_(std::move(lab)), device_(std::move(device)) {}
@@ -26,12 +81,20 @@ Observation& Report::add(Observation observation) {
 
 Observation& Report::check(const std::string& id, const std::string& claim, nlohmann::json measured,
                            const std::string& expected, bool holds, bool must_hold) {
-  return add({id, claim, std::move(measured), expected, holds ? Verdict::holds : Verdict::fails, must_hold, ""});
+  return add({id, claim, std::move(measured), expected, holds ? Verdict::holds : Verdict::fails, must_hold, "", nullptr});
+}
+
+Observation& Report::decide(const std::string& id, const std::string& claim, nlohmann::json measured,
+                            const std::string& expected, const Evidence& evidence,
+                            const std::function<bool(double)>& rule, bool must_hold) {
+  std::string reason;
+  const Verdict verdict = decide_verdict(evidence, rule, reason);
+  return add({id, claim, std::move(measured), expected, verdict, must_hold, reason, evidence.to_json()});
 }
 
 Observation& Report::not_applicable(const std::string& id, const std::string& claim, const std::string& expected,
                                     const std::string& reason, bool must_hold) {
-  return add({id, claim, nullptr, expected, Verdict::not_applicable, must_hold, reason});
+  return add({id, claim, nullptr, expected, Verdict::not_applicable, must_hold, reason, nullptr});
 }
 
 bool Report::has(const std::string& id) const {
@@ -54,7 +117,8 @@ nlohmann::json Report::to_json() const {
     nlohmann::json item{{"id", o.id},           {"claim", o.claim},
                         {"measured", o.measured}, {"expected", o.expected},
                         {"verdict", to_string(o.verdict)}, {"must_hold", o.must_hold}};
-    if (o.verdict == Verdict::not_applicable) item["reason"] = o.reason;
+    if (o.verdict == Verdict::not_applicable || o.verdict == Verdict::inconclusive) item["reason"] = o.reason;
+    if (!o.evidence.is_null()) item["evidence"] = o.evidence;
     list.push_back(std::move(item));
   }
   return {{"lab", lab_}, {"device", device_}, {"libtorch", libtorch_version()}, {"observations", list}};
@@ -77,30 +141,50 @@ std::string clip(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 3) + "...";
 }
 
+// "could not decide" reads better than the JSON's one word.
+std::string verdict_text(Verdict v) { return v == Verdict::inconclusive ? "could not decide" : to_string(v); }
+
+// A timed observation's spread and sample count, e.g. "±4% n=12"; "" for an untimed one.
+std::string spread_text(const nlohmann::json& evidence) {
+  if (evidence.is_null()) return "";
+  const auto& value = evidence.at("value");
+  const double spread = value.at("spread").is_number() ? value.at("spread").get<double>() : INFINITY;
+  return "±" + percent(spread / 2) + " n=" + std::to_string(value.at("count").get<int>());
+}
+
 }  // namespace
 
 void Report::print_table(std::ostream& out) const {
   out << "\nObservations for " << lab_ << " on " << device_ << " (libtorch " << libtorch_version() << ")\n";
-  out << std::left << std::setw(16) << "verdict" << std::setw(6) << "must" << std::setw(38) << "id"
-      << std::setw(30) << "measured"
+  out << std::left << std::setw(18) << "verdict" << std::setw(6) << "must" << std::setw(38) << "id"
+      << std::setw(30) << "measured" << std::setw(13) << "spread"
       << "expected\n";
-  out << std::string(112, '-') << "\n";
+  out << std::string(125, '-') << "\n";
   for (const auto& o : observations_) {
-    out << std::left << std::setw(16) << to_string(o.verdict) << std::setw(6) << (o.must_hold ? "yes" : "no")
-        << std::setw(38) << o.id << std::setw(30) << clip(measured_text(o.measured), 29) << o.expected << "\n";
+    out << std::left << std::setw(18) << verdict_text(o.verdict) << std::setw(6) << (o.must_hold ? "yes" : "no")
+        << std::setw(38) << o.id << std::setw(30) << clip(measured_text(o.measured), 29) << std::setw(13)
+        << spread_text(o.evidence) << o.expected << "\n";
     out << "    " << o.claim;
-    if (o.verdict == Verdict::not_applicable) out << " [" << o.reason << "]";
+    if (!o.reason.empty()) out << " [" << o.reason << "]";
     out << "\n";
   }
-  const int code = exit_code();
-  out << "\n" << (code == 0 ? "All must-hold observations hold." : "A must-hold observation FAILS.") << "\n";
+  switch (exit_code()) {
+    case kExitOk: out << "\nAll must-hold observations hold.\n"; break;
+    case kExitUndecided:
+      out << "\nNo must-hold observation fails, but this run could not decide one (reason under its row): "
+             "rerun on a quieter machine.\n";
+      break;
+    default: out << "\nA must-hold observation FAILS.\n";
+  }
 }
 
 int Report::exit_code() const {
+  bool undecided = false;
   for (const auto& o : observations_) {
     if (o.must_hold && o.verdict == Verdict::fails) return kExitObservationFailed;
+    undecided = undecided || (o.must_hold && o.verdict == Verdict::inconclusive);
   }
-  return kExitOk;
+  return undecided ? kExitUndecided : kExitOk;
 }
 
 }  // namespace speedlabs

@@ -3,21 +3,58 @@
 ///
 /// An Observation travels unchanged from the experiment to the printed table, the --json file, the
 /// exit code and the tests, so the program, the tests and the docs cannot disagree about a lab's claims.
+///
+/// A timed claim is decided by Report::decide() from Evidence: the samples of the quantity the claim is
+/// about, how busy the machine was, and the physical bounds every derived number must respect. When the
+/// samples scatter, the machine was busy or a number is impossible, the verdict is `inconclusive`: this run
+/// could not decide, and says why; it never says holds or fails from noise.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "common/contention.h"
 #include "common/files.h"
+#include "common/timer.h"
 
 namespace speedlabs {
 
 /// The outcome of one observation on this run.
-enum class Verdict { holds, fails, not_applicable };
+enum class Verdict { holds, fails, not_applicable, inconclusive };
 
-/// "holds", "fails", "not_applicable".
+/// "holds", "fails", "not_applicable", "inconclusive".
 std::string to_string(Verdict v);
+
+/// A physical limit on a derived number: a share within [0, 1], a point at most 100% of its roof, a peak
+/// at least a rate just achieved. A value outside it (or NaN) means the measurement failed, never that a
+/// claim held or failed.
+struct Bound {
+  std::string what;  ///< the number in words, e.g. "share of the loading time hidden"
+  double value = 0;  ///< what this run gave
+  double low = 0;    ///< the smallest possible value, less the stated tolerance
+  double high = 0;   ///< the largest possible value, plus the stated tolerance
+  /// True when value lies outside [low, high] or is not a number.
+  bool broken() const { return !(value >= low && value <= high); }
+};
+
+/// What a timed verdict rests on.
+struct Evidence {
+  Summary value;              ///< the samples of the quantity the claim is decided on (e.g. per-round ratios)
+  Contention contention;      ///< how busy the machine was while they were measured
+  std::vector<Bound> bounds;  ///< limits every number derived from them must respect
+  double max_spread = 0.25;   ///< a wider relative interquartile range cannot decide
+  int min_samples = 3;        ///< fewer samples have no spread worth the name
+  /// {"value": summary, "contention": ..., "bounds": [...], "max_spread", "min_samples"}
+  nlohmann::json to_json() const;
+};
+
+/// The verdict @p evidence supports for a claim stated as @p rule on the value: inconclusive (with
+/// @p reason set) when there are too few samples, a bound is broken, the machine was busy or the spread is
+/// above its limit; otherwise holds when the rule holds at the median and both quartiles, fails when it
+/// fails at all three, and inconclusive when the expectation lies within the measured spread.
+Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason);
 
 /// One claim a lab checks on this machine.
 struct Observation {
@@ -27,7 +64,8 @@ struct Observation {
   std::string expected;    ///< the expected value or the rule the measurement is held against
   Verdict verdict = Verdict::fails;  ///< what this run found
   bool must_hold = true;   ///< when true, a `fails` verdict makes the program exit 1
-  std::string reason;      ///< why the observation is not_applicable (e.g. "no CUDA GPU")
+  std::string reason;      ///< why the observation is not_applicable (e.g. "no CUDA GPU") or inconclusive
+  nlohmann::json evidence; ///< a timed observation's Evidence (null for an untimed one)
 };
 
 /// The observations of one run of a lab.
@@ -43,6 +81,12 @@ class Report {
   /// Adds an observation whose verdict is holds when @p holds is true, fails otherwise.
   Observation& check(const std::string& id, const std::string& claim, nlohmann::json measured,
                      const std::string& expected, bool holds, bool must_hold = true);
+
+  /// Adds a timed observation whose verdict decide_verdict() gives from @p evidence and @p rule; the
+  /// evidence travels with it into the table and the JSON.
+  Observation& decide(const std::string& id, const std::string& claim, nlohmann::json measured,
+                      const std::string& expected, const Evidence& evidence,
+                      const std::function<bool(double)>& rule, bool must_hold = true);
 
   /// Adds an observation that could not be made on this run, with the reason (e.g. no GPU).
   Observation& not_applicable(const std::string& id, const std::string& claim, const std::string& expected,
@@ -67,7 +111,7 @@ class Report {
   /// A readable table, one row per observation, the claim under its row.
   void print_table(std::ostream& out) const;
 
-  /// 0 when every must-hold observation holds (or is not applicable), 1 otherwise.
+  /// 1 when a must-hold observation fails; else 5 when one could not be decided on this run; else 0.
   int exit_code() const;
 
  private:

@@ -78,3 +78,99 @@ TEST(Observations, AtomicWriteReplacesWholeFile) {
 TEST(Observations, UnwritablePathIsAUsageError) {
   EXPECT_THROW(speedlabs::require_writable("/nonexistent-folder/out.json"), speedlabs::UsageError);
 }
+
+namespace {
+
+// Evidence of @p samples measured on a quiet machine.
+speedlabs::Evidence quiet(std::vector<double> samples) {
+  speedlabs::Evidence e;
+  e.value = speedlabs::summarize_samples(std::move(samples));
+  e.contention.wall_s = 1.0;
+  e.contention.cores = 2;
+  e.contention.others_cores = 0.02;
+  return e;
+}
+
+const auto at_least_3 = [](double ratio) { return ratio >= 3.0; };
+
+}  // namespace
+
+TEST(Verdicts, AClearMeasurementDecides) {
+  std::string reason;
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({5.0, 5.2, 4.9, 5.1, 5.0}), at_least_3, reason), Verdict::holds);
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({1.0, 1.1, 0.9, 1.0, 1.05}), at_least_3, reason), Verdict::fails);
+}
+
+TEST(Verdicts, AnExpectationInsideTheSpreadIsNotDecided) {
+  std::string reason;
+  // Median 3.0, quartiles 2.9 and 3.1: the threshold 3 lies inside the band.
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({2.8, 2.9, 3.0, 3.1, 3.2}), at_least_3, reason), Verdict::inconclusive);
+  EXPECT_NE(reason.find("within the measured spread"), std::string::npos) << reason;
+}
+
+TEST(Verdicts, ScatteredSamplesAreNotDecided) {
+  std::string reason;
+  // Median 10, quartiles 5 and 20: every one of them is above 3, but the middle half spans 150%.
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({4.0, 5.0, 10.0, 20.0, 30.0}), at_least_3, reason),
+            Verdict::inconclusive);
+  EXPECT_NE(reason.find("scatter"), std::string::npos) << reason;
+}
+
+TEST(Verdicts, ABusyMachineIsNotBelieved) {
+  auto e = quiet({5.0, 5.0, 5.0, 5.0});
+  e.contention.others_cores = 1.0;
+  std::string reason;
+  EXPECT_EQ(speedlabs::decide_verdict(e, at_least_3, reason), Verdict::inconclusive);
+  EXPECT_NE(reason.find("busy"), std::string::npos) << reason;
+}
+
+TEST(Verdicts, TooFewSamplesAreNotDecided) {
+  std::string reason;
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({100.0, 100.0}), at_least_3, reason), Verdict::inconclusive);
+  EXPECT_NE(reason.find("sample"), std::string::npos) << reason;
+}
+
+TEST(Verdicts, ABrokenBoundRefusesEvenAClearVerdict) {
+  // A share of 2.73 of a time hidden is impossible: the run must not say the claim holds (nor fails).
+  auto e = quiet({2.7, 2.73, 2.75});
+  e.bounds.push_back({"share of the loading time hidden", 2.73, -0.05, 1.05});
+  std::string reason;
+  EXPECT_EQ(speedlabs::decide_verdict(e, [](double share) { return share >= 0.5; }, reason),
+            Verdict::inconclusive);
+  EXPECT_NE(reason.find("share of the loading time hidden"), std::string::npos) << reason;
+  // NaN breaks every bound.
+  e.bounds = {{"share", std::nan(""), 0.0, 1.0}};
+  EXPECT_EQ(speedlabs::decide_verdict(e, [](double) { return true; }, reason), Verdict::inconclusive);
+  // Within its bounds the same evidence decides.
+  e.bounds = {{"share", 0.9, 0.0, 1.0}};
+  EXPECT_EQ(speedlabs::decide_verdict(e, [](double) { return true; }, reason), Verdict::holds);
+}
+
+TEST(Verdicts, AnUndecidedMustHoldExitsFiveAndAFailureStillWins) {
+  Report report("00_test", "cpu");
+  auto busy = quiet({5.0, 5.0, 5.0});
+  busy.contention.others_cores = 1.5;
+  report.decide("timed", "a timed claim", 5.0, ">= 3", busy, at_least_3);
+  EXPECT_EQ(report.at("timed").verdict, Verdict::inconclusive);
+  EXPECT_EQ(report.exit_code(), speedlabs::kExitUndecided);
+  std::ostringstream table;
+  report.print_table(table);
+  EXPECT_NE(table.str().find("could not decide"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("rerun on a quieter machine"), std::string::npos) << table.str();
+  const auto json = report.to_json()["observations"][0];
+  EXPECT_EQ(json["verdict"], "inconclusive");
+  EXPECT_NE(json["reason"].get<std::string>().find("busy"), std::string::npos);
+  EXPECT_EQ(json["evidence"]["value"]["count"], 3);
+  EXPECT_EQ(json["evidence"]["contention"]["busy"], true);
+  report.check("untimed", "must hold", 0, "1", false);
+  EXPECT_EQ(report.exit_code(), speedlabs::kExitObservationFailed);
+}
+
+TEST(Verdicts, TheTableShowsATimedRowsSpread) {
+  Report report("00_test", "cpu");
+  report.decide("timed", "a timed claim", 5.0, ">= 3", quiet({4.0, 5.0, 6.0, 5.0, 5.0}), at_least_3);
+  std::ostringstream table;
+  report.print_table(table);
+  EXPECT_NE(table.str().find("n=5"), std::string::npos) << table.str();
+  EXPECT_EQ(report.exit_code(), speedlabs::kExitOk);
+}

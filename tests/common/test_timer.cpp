@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
 #include <thread>
 
 #include "common/errors.h"
@@ -48,4 +50,66 @@ TEST(Timer, RejectsBadCounts) {
   const c10::Device cpu(c10::kCPU);
   EXPECT_THROW(speedlabs::time_ms([] {}, cpu, {0, 0}), speedlabs::UsageError);
   EXPECT_THROW(speedlabs::time_ms([] {}, cpu, {-1, 3}), speedlabs::UsageError);
+}
+
+TEST(Timer, QuartilesInterpolateBetweenSamples) {
+  const auto s = speedlabs::summarize_samples({4.0, 1.0, 3.0, 2.0, 5.0});
+  EXPECT_DOUBLE_EQ(s.median, 3.0);
+  EXPECT_DOUBLE_EQ(s.q1, 2.0);
+  EXPECT_DOUBLE_EQ(s.q3, 4.0);
+  EXPECT_EQ(s.count, 5);
+  EXPECT_DOUBLE_EQ(s.spread(), 2.0 / 3.0);  // the middle half spans 2 around a median of 3
+  // One wild sample moves neither the median nor the quartiles much: that is why they decide.
+  const auto wild = speedlabs::summarize_samples({2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 1000.0});
+  EXPECT_DOUBLE_EQ(wild.median, 2.0);
+  EXPECT_DOUBLE_EQ(wild.q3, 2.0);
+  EXPECT_DOUBLE_EQ(wild.spread(), 0.0);
+  EXPECT_TRUE(std::isinf(speedlabs::summarize_samples({0.0, 0.0}).spread()));
+}
+
+TEST(Timer, InterleavesTheSidesAndReversesEveryOtherRound) {
+  std::string order;
+  const auto result = speedlabs::time_interleaved({[&] { order += 'A'; }, [&] { order += 'B'; }},
+                                                  c10::Device(c10::kCPU), {1, 4});
+  // One warm-up round, then four measured ones: A B, B A, A B, B A, A B.
+  EXPECT_EQ(order, "ABBAABBAAB");
+  ASSERT_EQ(result.sides.size(), 2u);
+  EXPECT_EQ(result.sides[0].samples_ms.size(), 4u);
+  EXPECT_EQ(result.sides[1].samples_ms.size(), 4u);
+}
+
+TEST(Timer, RatioIsTakenWithinEachRound) {
+  // Side A takes twice as long as B, and every round is slower than the last (a machine getting busier):
+  // the per-round ratio stays 2 with no spread, though each side's own times scatter widely.
+  int calls = 0;
+  const auto ms = [](int n) { return std::chrono::milliseconds(n); };
+  const auto result = speedlabs::time_interleaved(
+      {[&] { std::this_thread::sleep_for(ms(4 * (1 + calls++ / 2))); },
+       [&] { std::this_thread::sleep_for(ms(2 * (1 + calls++ / 2))); }},
+      c10::Device(c10::kCPU), {0, 5});
+  const auto ratio = result.ratio(0, 1);
+  EXPECT_GT(result.sides[0].spread(), 0.5);
+  EXPECT_NEAR(ratio.median, 2.0, 0.3);  // sleeps overshoot by well under a millisecond
+  EXPECT_LT(ratio.spread(), 0.2);
+}
+
+TEST(Timer, AddsRoundsWhileScatteredUpToTheLimit) {
+  int calls = 0;
+  // Every call is 1 ms longer than the last, so the spread never settles: rounds go on to max_repeats.
+  const auto scattered = speedlabs::time_ms(
+      [&] { std::this_thread::sleep_for(std::chrono::milliseconds(++calls)); }, c10::Device(c10::kCPU),
+      {0, 3, 8, 0.01, 10.0});
+  EXPECT_EQ(scattered.samples_ms.size(), 8u);
+  // A steady call stops at the minimum.
+  const auto steady = speedlabs::time_ms([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); },
+                                         c10::Device(c10::kCPU), {0, 3, 8, 0.5, 10.0});
+  EXPECT_EQ(steady.samples_ms.size(), 3u);
+  // The budget ends it too: 3 calls of 30 ms spend a 50 ms budget.
+  const auto budgeted = speedlabs::time_ms([] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); },
+                                           c10::Device(c10::kCPU), {0, 3, 100, 0.0, 0.05});
+  EXPECT_EQ(budgeted.samples_ms.size(), 3u);
+}
+
+TEST(Timer, InterleavingRejectsNoSides) {
+  EXPECT_THROW(speedlabs::time_interleaved({}, c10::Device(c10::kCPU)), speedlabs::UsageError);
 }

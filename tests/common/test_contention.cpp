@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "common/contention.h"
+
+namespace {
+
+// Keeps the calling thread on the CPU for @p seconds.
+void spin_for(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  volatile double x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
+}
+
+}  // namespace
+
+TEST(Contention, ReadsTheWindowItWasGiven) {
+  const speedlabs::ContentionProbe probe;
+  spin_for(0.2);
+  const auto c = probe.read();
+  EXPECT_GE(c.wall_s, 0.2);
+  EXPECT_GE(c.cores, 1);
+  // The spinning thread used most of one core's worth of CPU over the window (not all: the kernel's ticks
+  // and rusage's rounding leave a margin).
+  EXPECT_GT(c.process_cores, 0.5);
+  EXPECT_GE(c.preemptions_per_s, 0);
+  const auto json = c.to_json();
+  for (const char* key : {"wall_s", "process_cores", "others_cores", "preemptions_per_s", "cores", "busy"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+}
+
+TEST(Contention, SeesACompetingThread) {
+  // One spinning thread more than there are cores: the measuring thread must share its core, and the
+  // kernel preempts it at every scheduler slice. A quiet window has a few preemptions a second at most.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> competitors;
+  for (unsigned i = 0; i < cores; ++i) {
+    competitors.emplace_back([&] {
+      volatile double x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    });
+  }
+  const speedlabs::ContentionProbe probe;
+  spin_for(0.5);
+  const auto c = probe.read();
+  stop = true;
+  for (auto& t : competitors) t.join();
+  EXPECT_GT(c.preemptions_per_s, 20.0) << c.to_json().dump();
+  // The competitors are this process's own threads: the process used more than the one core it measured on.
+  EXPECT_GT(c.process_cores, 1.0 - 1e-9) << c.to_json().dump();
+}
+
+TEST(Contention, BusyOnlyWhenOthersUseTheMachineLongEnough) {
+  speedlabs::Contention c;
+  c.cores = 2;
+  c.wall_s = 1.0;
+  c.others_cores = 0.1;
+  EXPECT_FALSE(c.busy());
+  c.others_cores = 0.9;
+  EXPECT_TRUE(c.busy());
+  EXPECT_NE(c.why_busy().find("0.90 of 2 cores"), std::string::npos) << c.why_busy();
+  c.wall_s = 0.01;  // shorter than /proc/stat's ticks can resolve
+  EXPECT_FALSE(c.busy());
+  c.wall_s = 1.0;
+  c.others_cores = -1;  // not readable on this system
+  EXPECT_FALSE(c.busy());
+}
+
+TEST(Contention, AnotherProcessComputingMakesTheMachineBusy) {
+  // A child process spins on every core for 0.6 s: the rest of the machine used far more than half a core.
+  // The probe reads the window before the child is waited for, so the child counts as another program.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<pid_t> children;
+  for (unsigned i = 0; i < cores; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      spin_for(0.6);
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  const speedlabs::ContentionProbe probe;
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const auto c = probe.read();
+  for (pid_t pid : children) waitpid(pid, nullptr, 0);
+  if (c.others_cores < 0) GTEST_SKIP() << "no /proc/stat on this system";
+  EXPECT_TRUE(c.busy()) << c.to_json().dump();
+}
