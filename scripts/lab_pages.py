@@ -403,7 +403,7 @@ def resolve(match):
     if report is None:
         raise PlaceholderError(f"{text}: lab {number} has no kept run (docs/results/lab{number}.json)")
     if ident == "machine" and not match.group("path"):
-        return run_machine(report)
+        return prose(run_machine(report))
     observation = next((o for o in report["observations"] if o["id"] == ident), None)
     if observation is None:
         raise PlaceholderError(f"{text}: lab {number}'s kept run has no observation '{ident}'")
@@ -428,14 +428,22 @@ def resolve(match):
         value, spec = value / SCALES[scale], spec[len(scale):]
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if keys and keys[-1] == "verdict" and isinstance(value, str):
+        return {"holds": "holds", "fails": "fails", "not_applicable": "not applicable",
+                "inconclusive": "could not decide"}.get(value, value)
     if not spec:
         if isinstance(value, float):
             return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-        return str(value)
+        return prose(str(value))
     try:
         return format(value, spec)
     except (ValueError, TypeError) as error:
         raise PlaceholderError(f"{text}: format '{spec}' does not apply to {value!r}: {error}") from None
+
+
+def prose(text):
+    """Text from a run, safe in a Doxygen Markdown paragraph: nothing in it starts a command or a tag."""
+    return text.replace("\\", "\\\\").replace("@", "\\@").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def fill_placeholders(text):
