@@ -177,7 +177,7 @@ CpuResult run_cpu(const Config& config, speedlabs::Report& report) {
   print_row(r.fp32);
   print_row(r.bf16);
 
-  // bfloat16 keeps 8 significant bits (relative rounding 2^-9); inputs and weights are rounded, the
+  // bfloat16 keeps 8 significant bits (relative rounding up to 2^-8); inputs and weights are rounded, the
   // matmuls accumulate in fp32, so each output is off by a few tenths of a percent of the outputs'
   // scale. 5% of the largest fp32 output leaves room for that and still catches a wrong computation.
   const torch::Tensor reference = r.fp32.output;
