@@ -12,9 +12,10 @@
 #     [SMOKE_ARGS ...]                  # extra arguments for the smoke run (--quick --json are given)
 #     [BAD_ARGS "--n 0" ...])           # more argument lists that must stop with exit code 2
 #
-# Graded tests: suite names LabNN_<exercise function> (one line per exercise in ./lab check), points in
-# tests/labNN/points.tsv beside them, labels labNN and graded. A graded test that needs a GPU calls
-# GTEST_SKIP() without one and is reported as skipped, never as passed.
+# Graded tests: suite names LabNN_<exercise function> (one line per exercise in ./lab check), points and
+# each exercise's time budget per test in tests/labNN/points.tsv beside them, labels labNN and graded; they
+# link the earlier labs' exercises from solutions/, so a lab's score depends on its own code alone. A graded
+# test that needs a GPU calls GTEST_SKIP() without one and is reported as skipped, never as passed.
 #
 # Every lab also gets bad-input tests that need no argument of its own: an unknown flag, an unknown
 # --device and an unwritable --json path must each stop with a message and exit code 2.
@@ -30,22 +31,56 @@ function(speedlabs_use_pch target)
   endif()
 endfunction()
 
+# main() of every test executable (tests/support/test_main.cpp): GoogleTest's, plus what grading reads (each
+# test's end as GoogleTest saw it, written only for ./lab check and ./lab grade) and exit code 77 when every
+# test that ran was skipped. No libtorch in it: it compiles in seconds.
+if(SPEEDLABS_TESTS)
+  add_library(speedlabs_test_main STATIC "${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp")
+  target_link_libraries(speedlabs_test_main PUBLIC GTest::gtest)
+endif()
+
+#   speedlabs_add_gtest(name SOURCES ... [LIBS ...] [LABELS ...] [POINTS tests/labNN/points.tsv])
+# POINTS: the tests are graded; each suite LabNN_<exercise> gets the time budget of its exercise's line
+# (column budget_s) as its CTest TIMEOUT, so a looping exercise is stopped in seconds.
 function(speedlabs_add_gtest name)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
-  # A GTEST_SKIP() is a skip in CTest's summary and JUnit, not a pass.
+  cmake_parse_arguments(T "" "POINTS" "SOURCES;LIBS;LABELS" ${ARGN})
   list(TRANSFORM T_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/")
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${T_LIBS} speedlabs_test_main GTest::gtest)
   target_compile_definitions(${name} PRIVATE SPEEDLABS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   speedlabs_use_pch(${name})
+  # A skip is what GoogleTest recorded (GTEST_SKIP(): the test main exits 77), never a line of output:
+  # gtest_discover_tests' default SKIP_REGULAR_EXPRESSION, "[  SKIPPED ]", let the code under test print
+  # its way out of a failure. It is replaced by one that nothing prints; and grading reads GoogleTest's own
+  # record of each test (tests/support/test_main.cpp), not CTest's verdict.
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT 600 SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "^speedlabs: never skipped by output$")
   # Labels are set by a file CTest reads after the discovered tests: gtest_discover_tests would split a
   # list value ("lab04;graded") into stray property names, losing every label but the first.
   set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+  set(budgets "")
+  if(T_POINTS)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/${T_POINTS}")
+    file(STRINGS "${PROJECT_SOURCE_DIR}/${T_POINTS}" rows)
+    list(POP_FRONT rows)  # the header
+    string(REGEX MATCH "lab[0-9][0-9]" lab "${T_POINTS}")
+    string(REPLACE "lab" "Lab" suite_prefix "${lab}")
+    foreach(row IN LISTS rows)
+      string(REPLACE "\t" ";" fields "${row}")
+      list(LENGTH fields count)
+      if(count LESS 4)
+        message(FATAL_ERROR "${T_POINTS}: '${row}' has no budget_s column (exercise, points, readme_anchor, budget_s)")
+      endif()
+      list(GET fields 0 exercise)
+      list(GET fields 3 seconds)
+      string(APPEND budgets "  if(test MATCHES \"^${suite_prefix}_${exercise}\\\\.\")\n"
+                            "    set_tests_properties(\"\${test}\" PROPERTIES TIMEOUT ${seconds})\n  endif()\n")
+    endforeach()
+    set(budgets "foreach(test IN LISTS ${name}_TESTS)\n${budgets}endforeach()\n")
+  endif()
   file(WRITE "${labels_file}"
-    "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${T_LABELS}\")\nendif()\n")
+    "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${T_LABELS}\")\n${budgets}endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
 endfunction()
 
@@ -75,6 +110,7 @@ function(speedlabs_add_lab)
   endforeach()
   list(REMOVE_DUPLICATES uses)
   set_property(GLOBAL PROPERTY speedlabs_uses_${LAB_ID} ${uses})
+  set_property(GLOBAL PROPERTY speedlabs_folder_${LAB_ID} ${folder})
   set(LAB_USES_EXERCISES ${uses})
   set(earlier "")
   foreach(id IN LISTS LAB_USES_EXERCISES)
@@ -122,11 +158,31 @@ function(speedlabs_add_lab)
                           LABELS "${label};gpu")
     endif()
     if(LAB_GRADED_TESTS)
-      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier}
-                          LABELS "${label};graded")
+      # A lab's score depends on that lab's code alone: its graded tests run the earlier labs' exercises
+      # from solutions/ (in the reference build those are the objects above), so a broken lab 05 costs lab
+      # 05's points and never lab 09's. The lab's program and other tests keep the student's earlier code.
+      set(earlier_reference "")
+      foreach(id IN LISTS LAB_USES_EXERCISES)
+        if(SPEEDLABS_EXERCISES STREQUAL "solutions")
+          list(APPEND earlier_reference lab${id}_core lab${id}_exercise)
+        else()
+          if(NOT TARGET lab${id}_exercise_reference)
+            get_property(earlier_folder GLOBAL PROPERTY speedlabs_folder_${id})
+            add_library(lab${id}_exercise_reference OBJECT "${PROJECT_SOURCE_DIR}/solutions/${earlier_folder}/exercise.cpp")
+            target_link_libraries(lab${id}_exercise_reference PUBLIC lab${id}_core)
+            speedlabs_use_pch(lab${id}_exercise_reference)
+          endif()
+          list(APPEND earlier_reference lab${id}_core lab${id}_exercise_reference)
+        endif()
+      endforeach()
+      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference}
+                          LABELS "${label};graded" POINTS tests/${label}/points.tsv)
     endif()
+    # Exit 5 (a timed claim this run could not decide, e.g. on a busy machine) is not a failure; 1 is.
+    set(smoke_json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json")
     add_test(NAME ${label}.smoke
-      COMMAND ${LAB_PROGRAM} --quick --json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json" ${LAB_SMOKE_ARGS})
+      COMMAND bash "${PROJECT_SOURCE_DIR}/tests/smoke.sh" "${smoke_json}"
+              $<TARGET_FILE:${LAB_PROGRAM}> --quick --json "${smoke_json}" ${LAB_SMOKE_ARGS})
     set_tests_properties(${label}.smoke PROPERTIES LABELS "${label};smoke" TIMEOUT 600 FIXTURES_SETUP ${label}_json)
     # The lesson's "What you should observe" table lists exactly the ids of that report (and of the run kept
     # for the docs in docs/results/), so the lesson cannot drift from the code.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "common/device.h"
 #include "common/errors.h"
@@ -109,12 +110,19 @@ double time_once_ms(const std::function<void()>& fn, const c10::Device& device) 
   return device.is_cpu() ? host_time_ms(fn) : event_time_ms(fn, device);
 }
 
+Summary Interleaved::per_round(const std::function<double(const std::vector<double>& times_ms)>& of_round) const {
+  const size_t rounds = sides.at(0).samples_ms.size();
+  std::vector<double> values(rounds), times(sides.size());
+  for (size_t r = 0; r < rounds; ++r) {
+    for (size_t side = 0; side < sides.size(); ++side) times[side] = sides[side].samples_ms[r];
+    values[r] = of_round(times);
+  }
+  return summarize_samples(std::move(values));
+}
+
 Summary Interleaved::ratio(size_t i, size_t j) const {
-  const auto& a = sides.at(i).samples_ms;
-  const auto& b = sides.at(j).samples_ms;
-  std::vector<double> ratios(a.size());
-  for (size_t r = 0; r < a.size(); ++r) ratios[r] = a[r] / b[r];
-  return summarize_samples(std::move(ratios));
+  if (i >= sides.size() || j >= sides.size()) throw std::out_of_range("Interleaved::ratio: no such side");
+  return per_round([&](const std::vector<double>& ms) { return ms[i] / ms[j]; });
 }
 
 Interleaved time_interleaved(const std::vector<std::function<void()>>& sides, const c10::Device& device,

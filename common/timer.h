@@ -76,6 +76,8 @@ struct Interleaved {
   /// Side @p i's time over side @p j's, taken within each round, summarised over the rounds: both
   /// times of a pair saw the same moment of the machine, so what else ran cancels out of the ratio.
   Summary ratio(size_t i, size_t j) const;
+  /// @p of_round applied to each round's times (one per side, in milliseconds), summarised over the rounds.
+  Summary per_round(const std::function<double(const std::vector<double>& times_ms)>& of_round) const;
 };
 
 /// Warm-up rounds, then measured rounds; in each round every side is called once, the order reversed
