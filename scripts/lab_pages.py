@@ -446,21 +446,34 @@ def prose(text):
     return text.replace("\\", "\\\\").replace("@", "\\@").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# Code is shown as written: a placeholder inside `code` or a fenced block is an example, never filled.
+CODE = re.compile(r"(?ms)^(```|~~~).*?^\1[^\n]*$|`[^`\n]+`")
+
+
+def outside_code(pattern, text):
+    """The matches of pattern in text that are not inside a code span or a fenced code block."""
+    code = [m.span() for m in CODE.finditer(text)]
+    return [m for m in pattern.finditer(text) if not any(a <= m.start() < b for a, b in code)]
+
+
 def fill_placeholders(text):
-    """The page with every {{run:...}} replaced by its value; PlaceholderError names the first bad one."""
-    return PLACEHOLDER.sub(resolve, text)
+    """The page with every {{run:...}} outside code replaced by its value; PlaceholderError names the first
+    bad one."""
+    for match in reversed(outside_code(PLACEHOLDER, text)):
+        text = text[:match.start()] + resolve(match) + text[match.end():]
+    return text
 
 
 def placeholder_problems(path):
     text = path.read_text(encoding="utf-8")
     problems = []
-    for match in PLACEHOLDER.finditer(text):
+    for match in outside_code(PLACEHOLDER, text):
         try:
             resolve(match)
         except PlaceholderError as error:
             line = text.count("\n", 0, match.start()) + 1
             problems.append(f"{path.relative_to(ROOT)}:{line}: {error}")
-    for match in re.finditer(r"\{\{run:[^}]*\}\}", text):
+    for match in outside_code(re.compile(r"\{\{run:[^}]*\}\}"), text):
         if not PLACEHOLDER.fullmatch(match.group(0)):
             line = text.count("\n", 0, match.start()) + 1
             problems.append(f"{path.relative_to(ROOT)}:{line}: {match.group(0)} is not a placeholder: "

@@ -18,7 +18,7 @@ REPO = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__)
 README = """# Lab 01: a demo {#lab01}
 
 Loading costs {{run:01:loader_cost_ms.ms_per_batch|.0f}} ms, {{run:01:loader_cost_ms.share|.1%}} of the step,
-on {{run:01:machine}}.
+on {{run:01:machine}}. An example stays as written: `{{run:01:no_such_id}}`.
 
 ## What you should observe
 
@@ -105,7 +105,8 @@ class ScratchCopy(unittest.TestCase):
         self.assertEqual(page.returncode, 0, page.stderr)
         self.assertIn("Loading costs 25 ms, 4.7% of the step", page.stdout)
         self.assertIn("on AMD EPYC, 2 logical CPUs, quiet (load 0.10 when it started).", page.stdout)
-        self.assertNotIn("{{run:", page.stdout)
+        self.assertIn("An example stays as written: `{{run:01:no_such_id}}`.", page.stdout)
+        self.assertEqual(page.stdout.count("{{run:"), 1)
 
     def test_a_placeholder_naming_a_missing_id_or_field_fails_the_check(self):
         readme = self.root / "labs" / "01_demo" / "README.md"
