@@ -100,6 +100,50 @@ class ScratchCopy(unittest.TestCase):
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("records no fingerprint", result.stderr)
 
+    def test_refresh_records_what_the_check_needs(self):
+        """refresh runs build/bin/labNN --quick --json (a stand-in program here) and keeps the report with its
+        commit and fingerprint: right after it the check passes; after a source changes it fails."""
+        program = self.root / "build" / "bin" / "lab01"
+        program.parent.mkdir(parents=True)
+        report = json.loads((self.root / "docs" / "results" / "lab01.json").read_text(encoding="utf-8"))
+        del report["run"]
+        program.write_text("#!" + sys.executable + "\nimport json, sys\n"
+                           f"open(sys.argv[sys.argv.index('--json') + 1], 'w').write(json.dumps({report!r}))\n")
+        program.chmod(0o755)
+        (self.root / "docs" / "results" / "lab01.json").unlink()
+        refreshed = self.lab_pages("refresh", "--build", str(self.root / "build"), "01")
+        self.assertEqual(refreshed.returncode, 0, refreshed.stderr)
+        run = json.loads((self.root / "docs" / "results" / "lab01.json").read_text(encoding="utf-8"))["run"]
+        self.assertEqual(run["fingerprint_of"], ["labs/01_demo", "solutions/01_demo", "common", "datasets"])
+        self.assertIn("commit", run)
+        self.assertIn("load_average_before", run)
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        (self.root / "labs" / "01_demo" / "experiment.cpp").write_text("int answer() { return 43; }\n")
+        self.assertIn("./lab docs --refresh-results 01", self.lab_pages("check").stderr)
+
+    def test_a_lab_depends_on_the_labs_whose_exercise_it_runs(self):
+        folder = self.root / "labs" / "02_next"
+        folder.mkdir()
+        (folder / "README.md").write_text("# Lab 02: next {#lab02}\n", encoding="utf-8")
+        (folder / "CMakeLists.txt").write_text("speedlabs_add_lab(ID 02\n  USES_EXERCISES 01)\n", encoding="utf-8")
+        roots = self.lab_pages("fingerprint", "02").stdout.split()[1:]
+        self.assertEqual(roots, ["labs/02_next", "labs/01_demo", "solutions/01_demo", "common", "datasets"])
+
+    def test_in_a_git_checkout_ignored_files_do_not_count(self):
+        if shutil.which("git") is None:
+            self.skipTest("no git")
+        git = ["git", "-C", str(self.root), "-c", "user.name=t", "-c", "user.email=t@t"]
+        (self.root / ".gitignore").write_text("*.o\n", encoding="utf-8")
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "scratch"], check=True)
+        self.write_kept_run()
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        (self.root / "common" / "timer.o").write_bytes(b"\0object")
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        (self.root / "common" / "new.h").write_text("#pragma once\n", encoding="utf-8")  # new, not ignored
+        self.assertNotEqual(self.lab_pages("check").returncode, 0)
+
     def test_placeholders_are_filled_from_the_kept_run(self):
         page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md"))
         self.assertEqual(page.returncode, 0, page.stderr)
