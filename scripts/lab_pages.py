@@ -94,8 +94,9 @@ def refresh(build, only):
             load_before = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
             run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
             seconds = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
-            # 0: every must-hold observation holds, 1: one fails (a real result, kept and shown); 2-4: no report.
-            if run.returncode not in (0, 1) or not json_path.exists():
+            # 0: every must-hold observation holds, 1: one fails, 5: one could not be decided (the machine was
+            # busy, or the samples scattered): real results, kept and shown; 2-4: no report.
+            if run.returncode not in (0, 1, 5) or not json_path.exists():
                 failed.append(number)
                 print(f"lab_pages: lab {number} exited with {run.returncode}:\n{run.stderr[-2000:]}", file=sys.stderr)
                 continue
@@ -308,22 +309,25 @@ VERDICT_WORDS = {"holds": "holds", "fails": "**fails**", "not_applicable": "n/a"
 
 
 def evidence_text(evidence):
-    """An observation's optional "evidence" (how far to trust a timed measurement) in a few words: the spread
-    of the repeats as a share of the median and their count, e.g. "±12% (n=9)", and "busy" when the machine
-    was found busy while it measured. Unknown fields are left out; nothing readable gives "-"."""
+    """An observation's optional "evidence" (how far to trust a timed measurement) in a few words, as the lab's
+    own table writes it (common/observations.cpp): half the interquartile range over the median and the
+    sample count, "±4% n=12", then "busy" or "quiet" from the reading of the machine while it measured.
+    Fields it does not know are left out; nothing readable gives "-"."""
     if not isinstance(evidence, dict):
         return "-" if evidence is None else measured_text(evidence)
-    def first(*keys, within=evidence):
+    def number(within, *keys):
         return next((within[k] for k in keys if isinstance(within.get(k), (int, float)) and
                      not isinstance(within.get(k), bool)), None)
+    value = evidence.get("value") if isinstance(evidence.get("value"), dict) else evidence
     parts = []
-    spread = first("relative_spread", "spread_rel", "rel_spread", "spread_share", "relative_iqr", "cv", "spread")
-    count = first("n", "samples", "repeats", "count")
+    spread, count = number(value, "spread"), number(value, "count", "n")
     if spread is not None:
-        parts.append(f"±{spread * 100:.0f}%" if abs(spread) < 10 else f"±{spread:.3g}")
+        parts.append(f"±{spread / 2 * 100:.0f}%")
+    elif "spread" in value:
+        parts.append("±unbounded")  # a spread that is not a finite number (a median of 0)
     if count is not None:
-        parts.append(f"(n={count:.0f})")
-    contention = evidence.get("contention") if isinstance(evidence.get("contention"), dict) else evidence
+        parts.append(f"n={count:.0f}")
+    contention = evidence.get("contention") if isinstance(evidence.get("contention"), dict) else {}
     if contention.get("busy") is True:
         parts.append("busy")
     elif contention.get("busy") is False:

@@ -65,11 +65,15 @@ class ScratchCopy(unittest.TestCase):
         report = {"lab": "01_demo", "device": "cpu (2 threads)", "libtorch": "2.13.0", "observations": [
             {"id": "loader_cost_ms", "claim": "loading costs time", "expected": "> 0", "must_hold": False,
              "verdict": "holds", "measured": {"ms_per_batch": 25.34, "share": 0.0465},
-             "evidence": {"relative_spread": 0.12, "n": 9, "contention": {"busy": False}}},
+             "evidence": {"value": {"median": 25.3, "q1": 24.0, "q3": 30.0, "min": 23.0, "max": 41.0,
+                                       "count": 9, "spread": 0.24},
+                             "contention": {"wall_s": 2.0, "process_cores": 1.0, "others_cores": 0.1,
+                                            "preemptions_per_s": 3.0, "cores": 2, "busy": False},
+                             "bounds": [], "max_spread": 0.5, "min_samples": 5}},
             {"id": "step_speedup", "claim": "faster", "expected": ">= 1.5x", "must_hold": True,
              "verdict": "inconclusive", "reason": "the machine was busy: another process used 1.2 cores",
              "measured": 1.21}],
-            "run": {"command": "build/bin/lab01 --quick --json", "exit_code": 0, "date": "2026-12-01",
+            "run": {"command": "build/bin/lab01 --quick --json", "exit_code": 5, "date": "2026-12-01",
                     "seconds": 1.0, "cpu": "AMD EPYC", "logical_cpus": 2, "os": "Linux", "load_average_before": 0.1,
                     "commit": "0123456789abcdef", "fingerprint": fingerprint}}
         results = self.root / "docs" / "results"
@@ -108,7 +112,8 @@ class ScratchCopy(unittest.TestCase):
         report = json.loads((self.root / "docs" / "results" / "lab01.json").read_text(encoding="utf-8"))
         del report["run"]
         program.write_text("#!" + sys.executable + "\nimport json, sys\n"
-                           f"open(sys.argv[sys.argv.index('--json') + 1], 'w').write(json.dumps({report!r}))\n")
+                           f"open(sys.argv[sys.argv.index('--json') + 1], 'w').write(json.dumps({report!r}))\n"
+                           "sys.exit(5)  # a must-hold observation could not be decided: still a report\n")
         program.chmod(0o755)
         (self.root / "docs" / "results" / "lab01.json").unlink()
         refreshed = self.lab_pages("refresh", "--build", str(self.root / "build"), "01")
@@ -117,6 +122,7 @@ class ScratchCopy(unittest.TestCase):
         self.assertEqual(run["fingerprint_of"], ["labs/01_demo", "solutions/01_demo", "common", "datasets"])
         self.assertIn("commit", run)
         self.assertIn("load_average_before", run)
+        self.assertEqual(run["exit_code"], 5)
         self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
         (self.root / "labs" / "01_demo" / "experiment.cpp").write_text("int answer() { return 43; }\n")
         self.assertIn("./lab docs --refresh-results 01", self.lab_pages("check").stderr)
@@ -173,7 +179,7 @@ class ScratchCopy(unittest.TestCase):
         self.assertIn("could not decide", row)
         self.assertIn("the machine was busy", row)
         row = [line for line in page.splitlines() if line.startswith("| `loader_cost_ms`")][-1]
-        self.assertIn("±12% (n=9) quiet", row)
+        self.assertIn("±12% n=9 quiet", row)
         self.assertIn("| id | verdict | must hold | measured | spread | expected |", page)
 
 
