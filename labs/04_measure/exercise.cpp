@@ -30,4 +30,24 @@ speedlabs::TimingStats measure(const std::function<void()>& /*fn*/, AsyncDevice&
   speedlabs::not_implemented("04", "04_measure", "measure");
 }
 
+// Why: a comparison timed one side after the other lets anything that changes meanwhile (a program
+// starting on the machine, a clock slowing down) land on one side only and pass for a difference between
+// the sides. Timing A and B within the same round gives both the same moment of the machine, and the
+// ratio taken within each round keeps what the sides differ by and drops what the machine did. Run the
+// lab and compare its interleaving_resists_a_changing_load row with what you expected.
+//
+// Hints:
+//  - The same count checks as measure(): repeats < 1 or warmup < 0 is a speedlabs::UsageError.
+//  - Time each call exactly as measure() does: synchronize, start the clock, call, synchronize, stop.
+//  - Count rounds from 0, warm-up rounds included: an even round calls A then B, an odd round B then A.
+//    Warm-up rounds are timed but not kept; remember each side's very first time for its first_ms.
+//  - Keep A's and B's measured times in order; speedlabs::summarize() gives each side's statistics.
+//  - The ratio: for each measured round r, a[r] / b[r]; speedlabs::summarize_samples() (common/timer.h)
+//    gives their median, quartiles and spread.
+PairTiming measure_pair(const std::function<void()>& /*fn_a*/, const std::function<void()>& /*fn_b*/,
+                        AsyncDevice& /*device*/, speedlabs::TimingOptions /*options*/) {
+  // TODO(lab04): warm-up rounds, then measured rounds A B / B A, each call synchronized; then the ratio.
+  speedlabs::not_implemented("04", "04_measure", "measure_pair");
+}
+
 }  // namespace lab04

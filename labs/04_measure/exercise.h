@@ -55,4 +55,26 @@ class TorchDevice final : public AsyncDevice {
 /// @throws speedlabs::UsageError when options.repeats < 1 or options.warmup < 0
 speedlabs::TimingStats measure(const std::function<void()>& fn, AsyncDevice& device, speedlabs::TimingOptions options);
 
+/// Two sides of a comparison, timed interleaved.
+struct PairTiming {
+  speedlabs::TimingStats a;  ///< side A's measured calls, in order (first_ms: A's very first call)
+  speedlabs::TimingStats b;  ///< side B's, likewise
+  speedlabs::Summary ratio;  ///< A's time over B's within each round, summarised over the rounds
+};
+
+/// Times @p fn_a against @p fn_b so that both see the same machine: @p options.warmup warm-up rounds, then
+/// @p options.repeats measured rounds; each round times A once and B once, each call synchronized like a
+/// measure() call, in the order A, B in even rounds and B, A in odd ones (counting the warm-up rounds).
+///
+/// Why: a comparison timed one side after the other (all of A, then all of B) lets anything that changes
+/// meanwhile (another program starting, a CPU clocking down) land on one side only and pass for a
+/// difference between them. Taken within a round, the two times saw the same moment, so the ratio keeps
+/// what the sides differ by and drops what the machine did. Alternating the order shares out whatever one
+/// call leaves to the next (caches, clocks).
+/// @return the two sides' statistics (speedlabs::summarize) and the per-round ratio A/B
+///         (speedlabs::summarize_samples)
+/// @throws speedlabs::UsageError when options.repeats < 1 or options.warmup < 0
+PairTiming measure_pair(const std::function<void()>& fn_a, const std::function<void()>& fn_b, AsyncDevice& device,
+                        speedlabs::TimingOptions options);
+
 }  // namespace lab04

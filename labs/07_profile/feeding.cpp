@@ -140,6 +140,7 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   std::vector<double> sync_ms, prefetch_ms, load_ms, wait_ms;
   std::vector<std::pair<int64_t, int64_t>> prefetched;  // (index, fingerprint) of each batch the loader gave
   result.all_pinned = true;
+  const speedlabs::ContentionProbe probe;
   for (int done = 0; done < steps; done += kBlock) {
     speedlabs::stop_if_asked("while measuring the loaders");  // Ctrl-C: between blocks, the loader stopped
     const int block = std::min(kBlock, steps - done);
@@ -165,7 +166,13 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
     }
   }  // each block's loader is stopped while its worker is still making batches ahead
 
+  result.contention = probe.read();
   result.free_cores = std::min(free_before, measure_free_cores());
+  // Step i of a synchronous block and step i of the prefetched block after it ran moments apart.
+  for (size_t i = 0; i < prefetch_ms.size(); ++i) {
+    result.hidden_shares.push_back((sync_ms[i] - prefetch_ms[i]) / load_ms[i]);
+  }
+  result.load_samples_ms = load_ms;
   const auto all = torch::stack(losses).cpu();
   if (!torch::isfinite(all).all().item<bool>()) {
     throw speedlabs::RuntimeFailure("the loader comparison's loss is not finite: " + c10::str(all));

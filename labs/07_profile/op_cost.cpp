@@ -19,14 +19,6 @@ constexpr int64_t kLinearWidth = 64;
 // A Python child that takes longer than this is stuck (a run takes a few seconds).
 constexpr double kPythonTimeoutS = 300;
 
-double us_per_call(const std::function<void()>& op, const c10::Device& device, const OpCostOptions& options) {
-  const auto repeat = [&] {
-    for (int i = 0; i < options.calls; ++i) op();
-  };
-  const auto stats = speedlabs::time_ms(repeat, device, {options.warmup, options.repeats});
-  return stats.median_ms * 1e3 / options.calls;
-}
-
 }  // namespace
 
 OpCost measure_op_cost_cpp(const c10::Device& device, const OpCostOptions& options) {
@@ -35,9 +27,17 @@ OpCost measure_op_cost_cpp(const c10::Device& device, const OpCostOptions& optio
   const auto x = torch::randn({kLinearRows, kLinearWidth}, on_device);
   const auto w = torch::randn({kLinearWidth, kLinearWidth}, on_device);
   const auto b = torch::randn({kLinearWidth}, on_device);
+  const auto repeated = [&](const std::function<void()>& op) {
+    return [&options, op] {
+      for (int i = 0; i < options.calls; ++i) op();
+    };
+  };
   OpCost cost;
-  cost.add_us = us_per_call([&] { const auto c = a + a; }, device, options);
-  cost.linear_us = us_per_call([&] { const auto y = torch::linear(x, w, b); }, device, options);
+  cost.timings = speedlabs::time_interleaved({repeated([&] { const auto c = a + a; }),
+                                              repeated([&] { const auto y = torch::linear(x, w, b); })},
+                                             device, {options.warmup, options.repeats});
+  cost.add_us = cost.timings.sides[0].median_ms * 1e3 / options.calls;
+  cost.linear_us = cost.timings.sides[1].median_ms * 1e3 / options.calls;
   return cost;
 }
 

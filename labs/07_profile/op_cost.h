@@ -2,6 +2,7 @@
 /// @brief The host cost of one op: a 1-element add and a small linear layer, timed in C++ and in Python
 /// eager (a child process running labs/07_profile/op_cost.py with the .venv's torch).
 #pragma once
+#include "common/timer.h"
 #include <c10/core/Device.h>
 
 #include <optional>
@@ -13,6 +14,8 @@ namespace lab07 {
 struct OpCost {
   double add_us = 0;     ///< c = a + a, a of one float32 element
   double linear_us = 0;  ///< linear((8, 64) input, (64, 64) weight, bias)
+  /// From C++: the repeats of both ops, timed in rounds side by side (ms per repeat of `calls` ops).
+  speedlabs::Interleaved timings;
 };
 
 /// How to time the tiny ops.

@@ -23,51 +23,46 @@ constexpr double kAdamWArrays = 7;
 
 double flops_per_s(double flops, double ms) { return flops / (ms / 1e3); }
 
-double median_ms(const std::function<void()>& fn, const c10::Device& device, const speedlabs::TimingOptions& timing) {
-  return speedlabs::time_ms(fn, device, timing).median_ms;
-}
-
 }  // namespace
 
-Peaks measure_peaks(const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
-                    const speedlabs::TimingOptions& timing) {
+Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
+                          const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
+                          const speedlabs::TimingOptions& timing) {
   torch::NoGradGuard no_grad;
-  Peaks peaks;
   const auto options = torch::TensorOptions().device(device);
-  const double matmul_flops = 2.0 * static_cast<double>(matmul_size) * matmul_size * matmul_size;
-  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    const auto a = torch::randn({matmul_size, matmul_size}, options.dtype(dtype));
-    const auto b = torch::randn({matmul_size, matmul_size}, options.dtype(dtype));
-    auto c = torch::empty({matmul_size, matmul_size}, options.dtype(dtype));
-    const double ms = median_ms([&] { at::mm_out(c, a, b); }, device, timing);
-    (dtype == torch::kFloat ? peaks.fp32_flops : peaks.bf16_flops) = flops_per_s(matmul_flops, ms);
-  }
-  const int64_t n = stream_mib * (1 << 20) / static_cast<int64_t>(kFloatBytes);
-  auto a = torch::zeros({n}, options);
-  const auto b = torch::rand({n}, options);
-  const auto c = torch::rand({n}, options);
-  const double array_bytes = static_cast<double>(n) * kFloatBytes;
-  peaks.copy_bytes = 2 * array_bytes / (median_ms([&] { a.copy_(b); }, device, timing) / 1e3);
-  peaks.triad_bytes = 3 * array_bytes / (median_ms([&] { at::add_out(a, b, c, 3.0); }, device, timing) / 1e3);
-  return peaks;
-}
+  std::vector<std::function<void()>> sides;  // the roofs first (kRoofSides of them), then the step's ops
 
-std::vector<OpPoint> measure_step_ops(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
-                                      const c10::Device& device, const speedlabs::TimingOptions& timing) {
-  const auto options = torch::TensorOptions().device(device);
+  // The roofs: a large square matmul in float32 and bfloat16, a copy and a triad of arrays far larger than
+  // the caches.
+  const double matmul_flops = 2.0 * static_cast<double>(matmul_size) * matmul_size * matmul_size;
+  std::vector<torch::Tensor> mm;  // a, b, c for float32, then for bfloat16
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    mm.push_back(torch::randn({matmul_size, matmul_size}, options.dtype(dtype)));
+    mm.push_back(torch::randn({matmul_size, matmul_size}, options.dtype(dtype)));
+    mm.push_back(torch::empty({matmul_size, matmul_size}, options.dtype(dtype)));
+  }
+  sides.push_back([&] { at::mm_out(mm[2], mm[0], mm[1]); });
+  sides.push_back([&] { at::mm_out(mm[5], mm[3], mm[4]); });
+  const int64_t n = stream_mib * (1 << 20) / static_cast<int64_t>(kFloatBytes);
+  auto sa = torch::zeros({n}, options);
+  const auto sb = torch::rand({n}, options);
+  const auto sc = torch::rand({n}, options);
+  const double array_bytes = static_cast<double>(n) * kFloatBytes;
+  sides.push_back([&] { sa.copy_(sb); });
+  sides.push_back([&] { at::add_out(sa, sb, sc, 3.0); });
+
+  // The step's main ops at the step's shapes.
   const double rows = static_cast<double>(batch * seq);  // B*T positions
   const double c = static_cast<double>(model_config.n_embd);
   const double v = static_cast<double>(model_config.vocab_size);
-  std::vector<OpPoint> points;
-  const auto add = [&](OpPoint point, const std::function<void()>& fn) {
-    point.ms = median_ms(fn, device, timing);
-    points.push_back(std::move(point));
+  Roofline roofline;
+  const auto add = [&](OpPoint point, std::function<void()> fn) {
+    roofline.points.push_back(std::move(point));
+    sides.push_back(std::move(fn));
   };
   const auto tag = [&](const std::string& op, double cols) {
     return op + " on (" + std::to_string(batch * seq) + ", " + std::to_string(static_cast<int64_t>(cols)) + ")";
   };
-
-  torch::NoGradGuard no_grad;
   const auto x = torch::randn({batch * seq, model_config.n_embd}, options);
   const auto w_fc = torch::randn({4 * model_config.n_embd, model_config.n_embd}, options);
   const auto b_fc = torch::randn({4 * model_config.n_embd}, options);
@@ -88,7 +83,6 @@ std::vector<OpPoint> measure_step_ops(const speedlabs::gpt::GPTConfig& model_con
   const auto logits = torch::randn({batch * seq, model_config.vocab_size}, options);
   add({"softmax", tag("log-softmax of the logits", v), true, kLogSoftmaxFlops * rows * v, 2 * kFloatBytes * rows * v},
       [&] { torch::log_softmax(logits, -1); });
-
   // One AdamW update of every parameter of the model, with made-up gradients (the update does not care).
   speedlabs::gpt::GPT model(model_config);
   model->to(device);
@@ -101,7 +95,29 @@ std::vector<OpPoint> measure_step_ops(const speedlabs::gpt::GPTConfig& model_con
   add({"adamw", "AdamW update of all " + std::to_string(static_cast<int64_t>(parameters)) + " parameters", true,
        kAdamWFlops * parameters, kAdamWArrays * kFloatBytes * parameters},
       [&] { optimizer.step(); });
-  return points;
+
+  // Every round times each roof and each op once, so an op and the roof it is held against saw the same
+  // machine. A roof is a maximum: its best round. An op's rate is its median.
+  roofline.timings = speedlabs::time_interleaved(sides, device, timing);
+  const auto& t = roofline.timings.sides;
+  roofline.peaks.fp32_flops = flops_per_s(matmul_flops, t[kFp32Matmul].min_ms);
+  roofline.peaks.bf16_flops = flops_per_s(matmul_flops, t[kBf16Matmul].min_ms);
+  roofline.peaks.copy_bytes = 2 * array_bytes / (t[kCopy].min_ms / 1e3);
+  roofline.peaks.triad_bytes = 3 * array_bytes / (t[kTriad].min_ms / 1e3);
+  for (size_t i = 0; i < roofline.points.size(); ++i) roofline.points[i].ms = t[kRoofSides + i].median_ms;
+  roofline.matmul_flops = matmul_flops;
+  return roofline;
+}
+
+speedlabs::Summary Roofline::elementwise_peak_share() const {
+  return timings.per_round([&](const std::vector<double>& ms) {
+    const double peak = flops_per_s(matmul_flops, ms[kFp32Matmul]);
+    double largest = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].elementwise) largest = std::max(largest, flops_per_s(points[i].flops, ms[kRoofSides + i]) / peak);
+    }
+    return largest;
+  });
 }
 
 double attainable_flops(const Peaks& peaks, double intensity) {

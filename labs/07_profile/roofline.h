@@ -25,15 +25,6 @@ struct Peaks {
   double ridge() const { return bandwidth() > 0 ? fp32_flops / bandwidth() : 0; }
 };
 
-/// Measures the roofs: an @p matmul_size cubed matmul in float32 and bfloat16, a copy and a triad of
-/// @p stream_mib MiB arrays, each timed with warm-up and repeats (median).
-/// @param device      where to measure
-/// @param matmul_size n of the n x n x n matmul
-/// @param stream_mib  MiB per array of the streams (far larger than the caches, so they reach memory)
-/// @param timing      warm-up and repeats
-Peaks measure_peaks(const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
-                    const speedlabs::TimingOptions& timing);
-
 /// One op of the step, run alone at the step's shapes.
 struct OpPoint {
   std::string id;           ///< "matmul_mlp", "gelu", ... (the observation is roofline_<id>)
@@ -50,16 +41,33 @@ struct OpPoint {
   double achieved_bytes() const { return ms > 0 ? bytes / (ms / 1e3) : 0; }
 };
 
-/// Times the step's main ops alone at the step's shapes (float32, no autograd): the MLP's first matmul,
-/// the lm_head matmul, GELU, layer norm, the log-softmax of the logits (cross-entropy's softmax) and one
-/// AdamW update of all the model's parameters.
+/// The sides of the roofline's interleaved timing, in order: the roofs, then the step's ops.
+enum RoofSide : size_t { kFp32Matmul, kBf16Matmul, kCopy, kTriad, kRoofSides };
+
+/// This machine's roofs and where the step's ops sit under them, all timed in the same rounds.
+struct Roofline {
+  Peaks peaks;                       ///< each roof from its best round (a peak is a maximum)
+  std::vector<OpPoint> points;       ///< each op from its median round
+  speedlabs::Interleaved timings;    ///< every round: the roofs (RoofSide order), then the ops (points order)
+  double matmul_flops = 0;           ///< FLOPs of one roof matmul
+  /// Per round: the largest share of that round's float32 matmul rate that any elementwise op reached.
+  speedlabs::Summary elementwise_peak_share() const;
+};
+
+/// Times the roofs (an @p matmul_size cubed matmul in float32 and bfloat16, a copy and a triad of
+/// @p stream_mib MiB arrays, far larger than the caches) and the step's main ops at the step's shapes
+/// (float32, no autograd: the MLP's first matmul, the lm_head matmul, GELU, layer norm, the log-softmax of
+/// the logits and one AdamW update of all the model's parameters), all interleaved, round after round.
 /// @param model_config the model's size
 /// @param batch        B
 /// @param seq          T
 /// @param device       where to run
-/// @param timing       warm-up and repeats
-std::vector<OpPoint> measure_step_ops(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
-                                      const c10::Device& device, const speedlabs::TimingOptions& timing);
+/// @param matmul_size  n of the roof's n x n x n matmul
+/// @param stream_mib   MiB per array of the streams
+/// @param timing       warm-up and measured rounds
+Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
+                          const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
+                          const speedlabs::TimingOptions& timing);
 
 /// The performance an op of @p intensity can reach under the float32 roofs: min(peak, intensity x bandwidth).
 /// @param peaks     the measured roofs

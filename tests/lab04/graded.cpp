@@ -100,6 +100,63 @@ TEST(Lab04_measure, DoesNotBillEarlierWorkToTheFirstCall) {
   EXPECT_GE(stats.min_ms, 5.0) << "each call's own 5 ms of work must be in its sample";
 }
 
+// --- measure_pair: two sides in rounds --------------------------------------------------------------
+
+TEST(Lab04_measure_pair, AlternatesTheOrderRoundByRound) {
+  std::string order;
+  auto device = cpu();
+  const auto pair = lab04::measure_pair([&] { order += 'A'; }, [&] { order += 'B'; }, device, {1, 4});
+  EXPECT_EQ(order, "ABBAABBAAB") << "one warm-up round (A B), then four measured rounds: B A, A B, B A, A B; "
+                                 << "rounds count from 0 with the warm-up, even rounds A first, odd rounds B first";
+  EXPECT_EQ(pair.a.samples_ms.size(), 4u) << "one sample of A per measured round, none for the warm-up";
+  EXPECT_EQ(pair.b.samples_ms.size(), 4u) << "one sample of B per measured round, none for the warm-up";
+}
+
+TEST(Lab04_measure_pair, TakesTheRatioWithinEachRound) {
+  // A sleeps 2 ms longer in each new round than in the last, and B half as long as A: the machine "gets
+  // busier" round by round, but within a round A takes twice B's time. Rounds: warm-up 0, measured 1..5.
+  int calls = 0;
+  const auto round_of = [&] { return calls++ / 2; };
+  auto device = cpu();
+  const auto pair = lab04::measure_pair([&] { sleep_ms(8 + 8 * round_of()); }, [&] { sleep_ms(4 + 4 * round_of()); },
+                                        device, {1, 5});
+  ASSERT_EQ(pair.a.samples_ms.size(), 5u);
+  ASSERT_EQ(pair.ratio.count, 5) << "one ratio per measured round";
+  for (size_t r = 0; r < 5; ++r) {
+    EXPECT_GE(pair.a.samples_ms[r], 8.0 + 8.0 * (r + 1)) << "A's sample " << r << " should be round " << r + 1
+                                                        << "'s call: samples are in call order";
+  }
+  EXPECT_NEAR(pair.ratio.median, 2.0, 0.25) << "A takes twice B's time in every round: the per-round ratio is 2, "
+                                            << "whatever the rounds' own lengths (sleeps overshoot a little)";
+  EXPECT_LT(pair.ratio.spread(), 0.15) << "the per-round ratio does not scatter although each side's times do";
+  EXPECT_GT(pair.a.spread(), 0.3) << "A's own times rise round by round";
+  EXPECT_GE(pair.a.first_ms, 8.0) << "first_ms is A's warm-up call";
+}
+
+TEST(Lab04_measure_pair, WaitsForTheDeviceAroundEveryCall) {
+  QueuedDevice device;
+  device.submit(milliseconds(300));  // queued before: must not land on the first call
+  const auto pair = lab04::measure_pair([&] { device.submit(milliseconds(20)); },
+                                        [&] { device.submit(milliseconds(10)); }, device, {0, 3});
+  ASSERT_EQ(pair.a.samples_ms.size(), 3u);
+  ASSERT_EQ(pair.b.samples_ms.size(), 3u);
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_GE(pair.a.samples_ms[r], 20.0) << "A queues 20 ms of work; its sample " << r << " is "
+                                          << pair.a.samples_ms[r] << " ms: synchronize before stopping the clock";
+    EXPECT_GE(pair.b.samples_ms[r], 10.0) << "B queues 10 ms of work; its sample " << r << " is "
+                                          << pair.b.samples_ms[r] << " ms: synchronize before stopping the clock";
+  }
+  EXPECT_LT(pair.a.samples_ms[0], 200.0) << "the 300 ms queued before measure_pair() was billed to A's first call: "
+                                         << "synchronize before starting the clock";
+  EXPECT_EQ(device.unfinished(), 0) << "measure_pair() returned while work it timed was still running";
+}
+
+TEST(Lab04_measure_pair, RejectsBadCounts) {
+  auto device = cpu();
+  EXPECT_THROW(lab04::measure_pair([] {}, [] {}, device, {0, 0}), speedlabs::UsageError) << "repeats 0";
+  EXPECT_THROW(lab04::measure_pair([] {}, [] {}, device, {-1, 3}), speedlabs::UsageError) << "warmup -1";
+}
+
 // --- the parallel reduction, graded where a GPU is ----------------------------------------------------
 
 #ifdef SPEEDLABS_HAVE_CUDA_KERNELS

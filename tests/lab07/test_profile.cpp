@@ -18,6 +18,7 @@
 #include "common/gpt.h"
 #include "datasets/data_files.h"
 #include "experiment.h"
+#include "tests/support/timed.h"
 #include "feeding.h"
 #include "op_cost.h"
 #include "roofline.h"
@@ -113,7 +114,8 @@ TEST(Lab07OpCost, CppCostIsMicrosecondsAndAMissingPythonIsReported) {
 }
 
 TEST(Lab07Roofline, PeaksAreMeasuredAndIntensitiesFollowTheirCounts) {
-  const auto peaks = lab07::measure_peaks(kCpu, 128, 8, {1, 2});
+  const auto roofline = lab07::measure_roofline(gpt::GPTConfig::tiny(), 2, 16, kCpu, 128, 8, {1, 3});
+  const auto& peaks = roofline.peaks;
   EXPECT_GT(peaks.fp32_flops, 0);
   EXPECT_GT(peaks.bf16_flops, 0);
   EXPECT_GT(peaks.copy_bytes, 0);
@@ -122,7 +124,12 @@ TEST(Lab07Roofline, PeaksAreMeasuredAndIntensitiesFollowTheirCounts) {
   EXPECT_DOUBLE_EQ(lab07::attainable_flops(peaks, 1e9), peaks.fp32_flops) << "far right: the compute roof";
   EXPECT_DOUBLE_EQ(lab07::attainable_flops(peaks, 1e-6), 1e-6 * peaks.bandwidth()) << "far left: the memory roof";
 
-  const auto points = lab07::measure_step_ops(gpt::GPTConfig::tiny(), 2, 16, kCpu, {1, 2});
+  // The roofs and the ops ran in the same rounds; a roof is its best round, an op its median.
+  ASSERT_EQ(roofline.timings.sides.size(), lab07::kRoofSides + 6);
+  EXPECT_EQ(roofline.timings.sides[lab07::kFp32Matmul].samples_ms.size(), 3u);
+  EXPECT_DOUBLE_EQ(peaks.fp32_flops, roofline.matmul_flops / (roofline.timings.sides[lab07::kFp32Matmul].min_ms / 1e3));
+  EXPECT_EQ(roofline.elementwise_peak_share().count, 3);
+  const auto& points = roofline.points;
   std::map<std::string, lab07::OpPoint> by_id;
   for (const auto& p : points) {
     EXPECT_GT(p.ms, 0) << p.id;
@@ -219,10 +226,11 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   for (const auto& o : report.observations()) ids.push_back(o.id);
   EXPECT_EQ(ids, readme_ids()) << "the README's table lists exactly the observations the lab reports";
 
-  for (const auto& id : {"trace_has_step_ranges", "top_ops_by_self_time", "trace_written",
-                         "elementwise_ops_are_memory_bound", "prefetch_same_batches"}) {
+  for (const auto& id : {"trace_has_step_ranges", "top_ops_by_self_time", "trace_written", "prefetch_same_batches"}) {
     EXPECT_EQ(report.at(id).verdict, Verdict::holds) << id << ": " << report.at(id).measured.dump();
   }
+  // Timed: holds where this run decided; a busy machine or a point above its roof leaves it undecided.
+  EXPECT_TRUE(speedlabs::testing::timed_holds_unless_undecided(report.at("elementwise_ops_are_memory_bound")));
   EXPECT_EQ(report.at("gpu_kernels_in_trace").verdict, Verdict::not_applicable);
   EXPECT_EQ(report.at("batches_pinned").verdict, Verdict::not_applicable);
   for (const auto& id : {"op_overhead_cpp_us", "op_overhead_python_us", "op_overhead_python_over_cpp",
@@ -239,7 +247,9 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
     EXPECT_DOUBLE_EQ(ratio.at("add").get<double>(), python.at("add").get<double>() / cpp.at("add").get<double>());
     // The 2x goal is reported: its verdict follows the measured ratios, whatever they are on this machine.
     const bool goal = std::min(ratio.at("add").get<double>(), ratio.at("linear").get<double>()) >= 2.0;
-    EXPECT_EQ(report.at("op_overhead_python_over_cpp").verdict, goal ? Verdict::holds : Verdict::fails);
+    const auto& verdict = report.at("op_overhead_python_over_cpp");
+    EXPECT_TRUE(speedlabs::testing::timed_with_evidence(verdict));
+    if (verdict.verdict != Verdict::inconclusive) EXPECT_EQ(verdict.verdict, goal ? Verdict::holds : Verdict::fails);
   }
   const auto& share = report.at("step_host_overhead_share").measured;
   EXPECT_NEAR(share.at("overhead_ms").get<double>(),
@@ -250,8 +260,9 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   // The prefetch verdict is a timing on a shared machine: check that it applies its rule to what it measured.
   const auto& prefetch = report.at("prefetch_hides_loading");
   if (prefetch.verdict != Verdict::not_applicable) {
-    const bool rule = prefetch.measured.at("saved_ms").get<double>() >= 0.5 * prefetch.measured.at("load_ms").get<double>();
-    EXPECT_EQ(prefetch.verdict, rule ? Verdict::holds : Verdict::fails) << prefetch.measured.dump();
+    EXPECT_TRUE(speedlabs::testing::timed_holds_unless_undecided(prefetch));
+    // A share of the loading time is at most 1 (plus the stated tolerance): beyond it, no verdict.
+    if (prefetch.verdict == Verdict::holds) EXPECT_LE(prefetch.measured.at("hidden_share").get<double>(), 1.1);
   } else {
     // Not applicable only without a second core, or when a probe found no second core free for this run.
     EXPECT_TRUE(std::thread::hardware_concurrency() < 2 || prefetch.reason.find("got only") != std::string::npos)
