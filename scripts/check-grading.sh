@@ -6,7 +6,10 @@
 #      full points for every exercise graded on this machine (GPU ones are skipped here), and results.json
 #      has Gradescope's fields. Their results come from the JUnit file the last ./lab test wrote
 #      (build/ctest-junit.xml, the default test preset's): CI's ./lab test has just run every graded test
-#      with the solutions, and running them again would only repeat its answer.
+#      with the solutions, and running them again would only repeat its answer. That file has no record of
+#      each test's end (./lab test is no grading run), so it is graded on CTest's verdicts (--ctest-verdicts);
+#   3. the grader cannot be fooled: known cheating submissions score 0 on what they attack and leave the
+#      other exercises their points; SIGTERM stops a grade at once (scripts/check-cheats.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -53,5 +56,7 @@ junit="$root/build/ctest-junit.xml"
 mapfile -t ids < <(for points in tests/lab[0-9][0-9]/points.tsv; do basename "$(dirname "$points")" | cut -c4-5; done)
 out="$root/build/grade-solutions"
 rm -rf "$out" && mkdir -p "$out"
-python3 scripts/grade.py grade "$junit" "$out" "${ids[@]}" >/dev/null
+python3 scripts/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
 verify "$out/results.json" "$junit" solutions
+
+bash scripts/check-cheats.sh

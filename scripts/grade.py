@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
-"""Turns the graded tests' JUnit XML (from ctest --output-junit) into what a student or an instructor reads.
+"""Turns a run of the graded tests into what a student or an instructor reads.
 
-  grade.py check JUNIT LAB...            one line per exercise of each lab; exit 0 when all pass, else 1
-  grade.py grade JUNIT OUT_DIR LAB...    OUT_DIR/summary.md, OUT_DIR/results.json (Gradescope's format)
+  grade.py check --run RUN_DIR LAB...              one line per exercise of each lab; exit 0 when all pass, else 1
+  grade.py grade --run RUN_DIR OUT_DIR LAB...      OUT_DIR/summary.md, OUT_DIR/results.json (Gradescope's format)
+                                                   and OUT_DIR/junit.xml: all three, or none
+  grade.py grade --ctest-verdicts JUNIT OUT_DIR LAB...   the same from CTest's verdicts alone (CI's check of the
+                                                   reference solutions, from ./lab test's own JUnit)
 
-A lab's graded tests are the GoogleTest suites Lab<NN>_<exercise>; the points of each exercise are in
-tests/lab<NN>/points.tsv (exercise, points, README anchor). An exercise passes when every test of its
-suite passed; a skipped test (a GPU test on a machine without a GPU) makes it skipped, never passed.
+RUN_DIR is what ./lab check and ./lab grade leave: junit.xml (ctest --output-junit), token (this run's random
+token) and ends/<Suite.Test>, each test's own record written by the test main (tests/support/test_main.cpp):
+"start TOKEN", then "end TOKEN passed|failed|skipped" once GoogleTest finished the test, or "signal TOKEN N".
+A test passes only when its record ends "passed" under this run's token AND its process exited 0: a test
+that stops early (std::exit(0) is exit code 0 to CTest), loops until its budget, or crashes never does,
+whatever it printed. A skip counts only when GoogleTest itself recorded it (GTEST_SKIP(): no GPU here).
+
+A lab's graded tests are the GoogleTest suites Lab<NN>_<exercise>; tests/lab<NN>/points.tsv gives each
+exercise's points, README anchor and time budget per test (budget_s, the tests' CTest TIMEOUT). An exercise
+passes when every test of its suite passed; a skipped test makes it skipped, never passed.
 Standard library only, so it runs on any Python 3 without the .venv.
 """
 import json
 import os
 import re
+import signal
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Labs whose code did not compile (set by ./lab check and ./lab grade): their tests never ran.
-BROKEN_LABS = set(os.environ.get("SPEEDLABS_BROKEN_LABS", "").split())
+# Labs whose graded tests could not be built (set by ./lab check and ./lab grade): their tests never ran.
+BROKEN_LABS = set(os.environ.get("SPEEDLABS_BROKEN_LABS", "").split())  # the code does not compile
+CRASHED_LABS = set(os.environ.get("SPEEDLABS_CRASHED_LABS", "").split())  # the test program dies at start
 
 
 @dataclass
@@ -28,6 +40,7 @@ class Exercise:
     name: str
     points: float
     anchor: str
+    budget: float = 0
     passed: int = 0
     failed: list = field(default_factory=list)   # (test name, message)
     skipped: list = field(default_factory=list)  # (test name, reason)
@@ -50,7 +63,8 @@ def read_points(lab):
     if not path.exists():
         return []
     rows = [line.split("\t") for line in path.read_text().splitlines()[1:] if line.strip()]
-    return [Exercise(lab, row[0], float(row[1]), row[2].strip() if len(row) > 2 else "") for row in rows]
+    return [Exercise(lab, row[0], float(row[1]), row[2].strip() if len(row) > 2 else "",
+                     float(row[3]) if len(row) > 3 and row[3].strip() else 0) for row in rows]
 
 
 STUB = re.compile(r"not implemented yet: TODO\(lab\d+\)[^\n\"]*")
@@ -77,7 +91,82 @@ def first_failure(output):
     return "the test failed without an assertion message: " + " | ".join(tail) if tail else "no output"
 
 
-def read_results(junit_path, exercises):
+def signal_name(number):
+    try:
+        return f"{signal.Signals(number).name} ({signal.strsignal(number) or number})"
+    except ValueError:
+        return f"signal {number}"
+
+
+def own_record(run, name):
+    """What the test's own record (RUN_DIR/ends/<name>) says under this run's token: passed, failed,
+    skipped, ("signal", N), "started" (it began and never ended) or None (it never began)."""
+    path = Path(run) / "ends" / name.replace("/", "_")
+    token = (Path(run) / "token").read_text().strip()
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    record = None
+    for line in lines:
+        words = line.split()
+        if len(words) < 2 or words[1] != token:
+            continue  # not written by the harness of this run
+        if words[0] == "start" and record is None:
+            record = "started"
+        elif words[0] == "end" and len(words) == 3 and words[2] in ("passed", "failed", "skipped"):
+            record = words[2]
+        elif words[0] == "signal" and len(words) == 3 and words[2].isdigit():
+            record = ("signal", int(words[2]))
+    return record
+
+
+GTEST_BANNER = re.compile(r"^(\[[ =-]+\]|\[ RUN +\]|Note: Google Test filter|Running main\(\))")
+
+
+def last_lines(output, count=3):
+    """The test's own last lines, without GoogleTest's banners."""
+    tail = [l.strip() for l in output.splitlines() if l.strip() and not GTEST_BANNER.match(l.strip())][-count:]
+    return "its last output: " + " | ".join(tail) if tail else "no output from the test"
+
+
+def verdict(case, exercise, output, run):
+    """(passed|failed|skipped, why) for one test case."""
+    status = case.get("status")
+    exited_zero = status == "run" and case.find("failure") is None and case.find("error") is None
+    exited_skip = status in ("notrun", "disabled") or case.find("skipped") is not None
+    if run is None:  # --ctest-verdicts: the reference solutions, as ./lab test ran them
+        if not exited_zero and not exited_skip:
+            return "failed", first_failure(output)
+        if exited_skip:
+            reason = re.search(r"Skipped\s*\n?(.*)", output)
+            return "skipped", (reason.group(1).strip() if reason else "") or "skipped"
+        return "passed", ""
+    record = own_record(run, case.get("name", ""))
+    if record == "passed" and exited_zero:
+        return "passed", ""
+    if record == "skipped" and exited_skip:
+        reason = re.search(r"Skipped\s*\n?(.*)", output)
+        return "skipped", (reason.group(1).strip() if reason else "") or "skipped"
+    if record == "failed":
+        return "failed", first_failure(output)
+    if record in ("passed", "skipped"):
+        return "failed", ("the test ended, but its process then failed (a crash or an exit code after the test: "
+                          "a static destructor?); " + last_lines(output))
+    if isinstance(record, tuple):
+        return "failed", f"crashed with signal {signal_name(record[1])}; " + last_lines(output)
+    seconds = float(case.get("time") or 0)
+    if exercise.budget and seconds >= exercise.budget - 0.05 and status != "run":
+        return "failed", (f"timed out after {exercise.budget:g} s (this exercise's budget per test; a loop that "
+                          "never ends?); " + last_lines(output))
+    if record == "started":
+        return "failed", ("the test process ended before the test did (std::exit, exit, _exit or abort in the "
+                          "code under test?), whatever its exit code; " + last_lines(output))
+    return "failed", ("the test never started: the test program ended before it (a crash in a static "
+                      "initializer?); " + last_lines(output))
+
+
+def read_results(junit_path, exercises, run=None):
     by_suite = {f"Lab{e.lab}_{e.name}": e for e in exercises}
     unknown = []
     for case in ET.parse(junit_path).getroot().iter("testcase"):
@@ -89,12 +178,11 @@ def read_results(junit_path, exercises):
                 unknown.append(suite)
             continue
         output = "".join(case.findtext(tag) or "" for tag in ("system-out", "system-err"))
-        skipped = case.find("skipped")
-        if case.find("failure") is not None or case.find("error") is not None or case.get("status") == "fail":
-            exercise.failed.append((name, first_failure(output)))
-        elif skipped is not None or case.get("status") in ("notrun", "disabled"):
-            reason = re.search(r"Skipped\s*\n?(.*)", output)
-            exercise.skipped.append((name, (reason.group(1).strip() if reason else "") or "skipped"))
+        result, why = verdict(case, exercise, output, run)
+        if result == "failed":
+            exercise.failed.append((name, why))
+        elif result == "skipped":
+            exercise.skipped.append((name, why))
         else:
             exercise.passed += 1
     return sorted(set(unknown))
@@ -105,6 +193,9 @@ def message(e):
         return f"{e.passed} test{'s' if e.passed > 1 else ''} passed"
     if e.status == "missing" and e.lab in BROKEN_LABS:
         return f"your code does not compile: the compiler's errors are above, all of them in .cache/check-build-{e.lab}.log"
+    if e.status == "missing" and e.lab in CRASHED_LABS:
+        return ("your code compiles, but the test program crashed before any test started (listing the tests "
+                f"runs the static initializers: one of yours?); its output is in .cache/check-build-{e.lab}.log")
     if e.status == "missing":
         return "no graded test ran (was the build interrupted?)"
     if e.status == "skipped":
@@ -114,9 +205,14 @@ def message(e):
     return f"{test}: {why}{more}; see {e.readme()}"
 
 
-def check(junit, labs):
-    exercises = [e for lab in labs for e in read_points(lab)]
-    unknown = read_results(junit, exercises)
+def exercises_of(labs):
+    return [e for lab in dict.fromkeys(labs) for e in read_points(lab)]  # each lab once, however often named
+
+
+def check(junit, labs, run):
+    labs = list(dict.fromkeys(labs))
+    exercises = exercises_of(labs)
+    unknown = read_results(junit, exercises, run)
     for lab in labs:
         mine = [e for e in exercises if e.lab == lab]
         print(f"lab {lab}:" if mine else f"lab {lab}: no graded exercises")
@@ -131,9 +227,9 @@ def check(junit, labs):
     return 0 if done and exercises else 1
 
 
-def grade(junit, out_dir, labs):
-    exercises = [e for lab in labs for e in read_points(lab)]
-    read_results(junit, exercises)
+def grade(junit, out_dir, labs, run):
+    exercises = exercises_of(labs)
+    read_results(junit, exercises, run)
     tests = []
     for e in exercises:
         # A skipped exercise (no GPU here) is not graded on this machine: it counts neither way.
@@ -147,28 +243,57 @@ def grade(junit, out_dir, labs):
         })
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomically(out / "results.json", json.dumps({"score": score, "tests": tests}, indent=2) + "\n")
     rows = ["| lab | exercise | points | result |", "|---|---|---|---|"]
     for e, t in zip(exercises, tests):
         rows.append(f"| {e.lab} | {e.name} | {t['score']:g} / {e.points:g} | {e.status} |")
     rows.append(f"| | **total** | **{score:g} / {total:g}** | |")
-    write_atomically(out / "summary.md", "\n".join(rows) + "\n")
+    try:
+        write_all_or_none(Path(out_dir), {
+            "results.json": json.dumps({"score": score, "tests": tests}, indent=2) + "\n",
+            "summary.md": "\n".join(rows) + "\n",
+            "junit.xml": Path(junit).read_text(),
+        })
+    except OSError as error:
+        print(f"[lab] error: cannot write the results into {out_dir}: {error}; none of them was kept", file=sys.stderr)
+        return 2
     print("\n".join(rows))
     return 0
 
 
-def write_atomically(path, text):
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    temporary.replace(path)
+def write_all_or_none(out, files):
+    """Writes every file to a temporary name first, then renames them into place: a failed write (a full
+    disk) leaves none of them, and a reader never sees a mix of this run's files and an earlier one's."""
+    out.mkdir(parents=True, exist_ok=True)
+    temporaries = {}
+    try:
+        for name, text in files.items():
+            temporary = out / f".{name}.tmp.{os.getpid()}"
+            temporaries[name] = temporary
+            with open(temporary, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+    except OSError:
+        for temporary in temporaries.values():
+            temporary.unlink(missing_ok=True)
+        raise
+    for name in sorted(files, key=lambda n: n == "results.json"):  # results.json, the one Gradescope reads, last
+        temporaries[name].replace(out / name)
+
+
+def main(argv):
+    args = argv[1:]
+    if len(args) >= 3 and args[0] in ("check", "grade") and args[1] in ("--run", "--ctest-verdicts"):
+        command, mode, source, rest = args[0], args[1], args[2], args[3:]
+        run = source if mode == "--run" else None
+        junit = str(Path(source) / "junit.xml") if run else source
+        if command == "check" and rest:
+            return check(junit, rest, run)
+        if command == "grade" and len(rest) >= 2:
+            return grade(junit, rest[0], rest[1:], run)
+    print(__doc__, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 4 and sys.argv[1] == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3:]))
-    if len(sys.argv) >= 5 and sys.argv[1] == "grade":
-        sys.exit(grade(sys.argv[2], sys.argv[3], sys.argv[4:]))
-    print(__doc__, file=sys.stderr)
-    sys.exit(2)
+    sys.exit(main(sys.argv))

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Known ways to cheat the grader, as one submission, and what it must score (scripts/check-cheats.sh).
+
+  submission.py write FOLDER      FOLDER/NN_topic/exercise.cpp (and .cu): solutions/ with the attacks below
+  submission.py verify RESULTS    checks RESULTS (results.json of ./lab grade --submission FOLDER)
+
+Each attack is a line of code put first in one exercise function of a copy of the reference answer, so the
+attacked exercise must score 0 and every other exercise of the submission its full points: an attack that
+earns anything, or that costs an honest exercise its points, fails CI. Four labs' files are attacked, so
+that CI compiles as few translation units as it can.
+"""
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# (lab folder, exercise function, first statement of its body, why)
+ATTACKS = [
+    ("01_vectorize", "sum_squares_eigen", "std::exit(0);",
+     "exit(0) at the first call: each test stops at [ RUN ] with exit code 0, which CTest calls a pass"),
+    ("01_vectorize", "sum_squares_torch", "for (volatile int spin = 0;; spin = spin + 1) {}",
+     "a loop that never ends: stopped after lab 01's budget per test, not CTest's 600 s"),
+    ("02_float16_limits", "half_bits_to_float",
+     'static bool said = (std::puts("[  SKIPPED ]"), std::fflush(stdout), true); (void)said; return std::nanf("");',
+     "prints CTest's skip line once and returns NaN: a failure, still counted in the total"),
+    ("02_float16_limits", "float_to_bfloat16_bits", "std::raise(SIGSEGV);",
+     "a segmentation fault: named with its signal"),
+    ("05_gpt2", "causal_attention", "this is not C++;",
+     "a compile error in lab 05: lab 05 scores 0, lab 09 (which runs lab 05's exercise) keeps its points"),
+]
+INCLUDES = "#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n"
+
+# What ./lab grade must give each attacked lab's exercises: (score, max_score, a piece of the output).
+EXPECTED = {
+    "lab 01: sum_squares_eigen": (0, 3, "ended before the test did"),
+    "lab 01: sum_squares_torch": (0, 3, "timed out after"),
+    "lab 01: sum_squares_unrolled": (10, 10, "passed"),
+    "lab 02: float_to_half_bits": (10, 10, "passed"),
+    "lab 02: half_bits_to_float": (0, 5, "Lab02_half_bits_to_float"),
+    "lab 02: float_to_bfloat16_bits": (0, 5, "crashed with signal SIGSEGV"),
+    "lab 05: causal_attention": (0, 10, "does not compile"),
+    "lab 05: train_step": (0, 20, "does not compile"),
+    "lab 09: online_softmax": (10, 10, "passed"),
+    "lab 09: tiled_attention_forward": (20, 20, "passed"),
+}
+
+
+def attack(text, function, statement):
+    definition = re.search(rf"^\S[^\n;]*\b{re.escape(function)}\(", text, re.M)
+    if definition is None:
+        raise SystemExit(f"cheats: no definition of {function} found")
+    body = text.index("{", definition.end())
+    return text[:body + 1] + " " + statement + " " + text[body + 1:]
+
+
+def write(folder):
+    folder = Path(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(ROOT / "solutions", folder)
+    for lab, function, statement, _ in ATTACKS:
+        path = folder / lab / "exercise.cpp"
+        text = path.read_text()
+        if not text.startswith(INCLUDES):
+            text = INCLUDES + text
+        path.write_text(attack(text, function, statement))
+
+
+def verify(results_path):
+    results = json.loads(Path(results_path).read_text())
+    tests = {t["name"]: t for t in results["tests"]}
+    problems = []
+    if len(tests) != len(results["tests"]):
+        problems.append("an exercise is listed twice (a lab named twice was graded twice)")
+    for name, (score, max_score, text) in EXPECTED.items():
+        got = tests.get(name)
+        if got is None:
+            problems.append(f"{name}: not in results.json")
+            continue
+        line = f"{name}: {got['score']:g} / {got['max_score']:g}, {got['output'][:160]}"
+        print("  " + line)
+        if (got["score"], got["max_score"]) != (score, max_score) or text not in got["output"]:
+            problems.append(f"{line}\n    expected {score:g} / {max_score:g} and '{text}' in the output")
+    unexpected = sorted(set(tests) - set(EXPECTED))
+    if unexpected:
+        problems.append("graded but not attacked nor expected: " + ", ".join(unexpected))
+    total = sum(score for score, _, _ in EXPECTED.values())
+    if results["score"] != total:
+        problems.append(f"total score {results['score']:g}, expected {total:g}")
+    for problem in problems:
+        print("cheats: " + problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "write":
+        write(sys.argv[2])
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "verify":
+        sys.exit(verify(sys.argv[2]))
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""scripts/grade.py on runs made by hand: what each way of fooling the grader looks like to it (CTest's JUnit,
+the tests' own records of their ends), and that it gives no point for any of them.
+
+  python3 tests/grading/test_grade.py REPO_ROOT
+
+Needs no build: each case writes the files a run of ./lab grade leaves (RUN_DIR/junit.xml, RUN_DIR/token,
+RUN_DIR/ends/<Suite.Test>) for lab 01's exercises, whose points.tsv gives sum_squares_eigen 3 points,
+sum_squares_torch 3 and sum_squares_unrolled 10.
+"""
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
+spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts/grade.py")
+grade = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(grade)
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+BUDGET = float(next(line.split("\t")[3] for line in (ROOT / "tests/lab01/points.tsv").read_text().splitlines()[1:]))
+EXERCISES = ("sum_squares_eigen", "sum_squares_torch", "sum_squares_unrolled")
+
+
+def case(name, status="run", time=0.01, output="[ RUN      ] x\n[       OK ] x\n", skipped=False):
+    inner = '<skipped message="SKIP_REGULAR_EXPRESSION_MATCHED"/>' if skipped else ""
+    inner += '<failure message=""/>' if status == "fail" else ""
+    return (f'<testcase name="{name}" classname="{name}" time="{time}" status="{status}">{inner}'
+            f"<system-out>{output}</system-out></testcase>")
+
+
+class Run:
+    """A run folder: every lab 01 test passed cleanly, unless a case replaces one."""
+
+    def __init__(self, folder):
+        self.dir = Path(folder)
+        (self.dir / "ends").mkdir(parents=True)
+        (self.dir / "token").write_text(TOKEN + "\n")
+        self.cases = {}
+        for exercise in EXERCISES:
+            self.test(f"Lab01_{exercise}.Works", f"start {TOKEN}\nend {TOKEN} passed\n")
+
+    def test(self, name, record, **junit):
+        self.cases[name] = case(name, **junit)
+        path = self.dir / "ends" / name
+        if record is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(record)
+
+    def grade(self, labs=("01",)):
+        (self.dir / "junit.xml").write_text("<testsuite>" + "".join(self.cases.values()) + "</testsuite>")
+        out = self.dir / "out"
+        with open(os.devnull, "w") as quiet, mock.patch("sys.stdout", quiet):
+            code = grade.grade(str(self.dir / "junit.xml"), str(out), list(labs), str(self.dir))
+        self.code = code
+        if code != 0:
+            return None
+        results = json.loads((out / "results.json").read_text())
+        return {t["name"].split(": ")[1]: t for t in results["tests"]}
+
+
+class CannotBeFooled(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.run = Run(self.folder.name)
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def test_clean_run_earns_every_point(self):
+        tests = self.run.grade()
+        self.assertEqual({n: t["score"] for n, t in tests.items()},
+                         {"sum_squares_eigen": 3, "sum_squares_torch": 3, "sum_squares_unrolled": 10})
+
+    def test_exit_zero_inside_a_test_scores_zero(self):
+        # std::exit(0) in the exercise: CTest sees exit code 0, a pass; the record never got its end.
+        self.run.test("Lab01_sum_squares_eigen.Works", f"start {TOKEN}\n", output="[ RUN      ] Lab01_sum_squares_eigen.Works\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_eigen"]["score"], 0)
+        self.assertEqual(tests["sum_squares_eigen"]["max_score"], 3)
+        self.assertIn("ended before the test did", tests["sum_squares_eigen"]["output"])
+        self.assertEqual(tests["sum_squares_unrolled"]["score"], 10)
+
+    def test_printed_skip_line_is_a_failure_not_a_skip(self):
+        # The exercise prints "[  SKIPPED ]": CTest's old skip expression matched it; GoogleTest recorded a failure.
+        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\nend {TOKEN} failed\n", status="notrun",
+                      skipped=True, output="[  SKIPPED ]\nx.cpp:3: Failure\nExpected equality\n[  FAILED  ] x\n")
+        tests = self.run.grade()
+        self.assertEqual((tests["sum_squares_torch"]["score"], tests["sum_squares_torch"]["max_score"]), (0, 3))
+
+    def test_skip_without_googletests_record_is_a_failure(self):
+        # Exit code 77 (CTest's skip) from the code under test, with no "end ... skipped" record.
+        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\n", status="notrun", skipped=True)
+        tests = self.run.grade()
+        self.assertEqual((tests["sum_squares_torch"]["score"], tests["sum_squares_torch"]["max_score"]), (0, 3))
+
+    def test_harness_skip_is_not_graded_here(self):
+        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\nend {TOKEN} skipped\n", status="notrun",
+                      skipped=True, output="x.cpp:1: Skipped\nneeds a CUDA GPU\n[  SKIPPED ] x\n")
+        tests = self.run.grade()
+        self.assertEqual((tests["sum_squares_torch"]["score"], tests["sum_squares_torch"]["max_score"]), (0, 0))
+        self.assertIn("needs a CUDA GPU", tests["sum_squares_torch"]["output"])
+
+    def test_loop_is_named_a_timeout(self):
+        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\n", status="fail", time=BUDGET + 0.01)
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_torch"]["score"], 0)
+        self.assertIn(f"timed out after {BUDGET:g} s", tests["sum_squares_torch"]["output"])
+
+    def test_crash_is_named_with_its_signal(self):
+        self.run.test("Lab01_sum_squares_unrolled.Works", f"start {TOKEN}\nsignal {TOKEN} 11\n", status="fail")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled"]["score"], 0)
+        self.assertIn("crashed with signal SIGSEGV", tests["sum_squares_unrolled"]["output"])
+
+    def test_record_under_another_token_counts_for_nothing(self):
+        # An "end ... passed" written by anyone but this run's harness (the token is made per run).
+        self.run.test("Lab01_sum_squares_unrolled.Works", f"start {'f' * 32}\nend {'f' * 32} passed\n")
+        self.assertEqual(self.run.grade()["sum_squares_unrolled"]["score"], 0)
+
+    def test_passed_test_whose_process_then_fails_scores_zero(self):
+        self.run.test("Lab01_sum_squares_unrolled.Works", f"start {TOKEN}\nend {TOKEN} passed\n", status="fail")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled"]["score"], 0)
+        self.assertIn("its process then failed", tests["sum_squares_unrolled"]["output"])
+
+    def test_a_lab_named_twice_is_graded_once(self):
+        tests = self.run.grade(labs=("01", "01"))
+        with open(self.run.dir / "out/results.json") as handle:
+            results = json.load(handle)
+        self.assertEqual(len(results["tests"]), 3)
+        self.assertEqual(results["score"], 16)
+        self.assertEqual(len(tests), 3)
+
+    def test_results_are_all_three_files_or_none(self):
+        real_open = open
+
+        def failing_open(path, *args, **kwargs):
+            if ".summary.md.tmp" in str(path):
+                raise OSError(28, "No space left on device")
+            return real_open(path, *args, **kwargs)
+
+        with open(os.devnull, "w") as quiet, mock.patch("builtins.open", failing_open), mock.patch("sys.stderr", quiet):
+            self.assertIsNone(self.run.grade())
+        self.assertEqual(self.run.code, 2)
+        self.assertEqual(sorted(p.name for p in (self.run.dir / "out").iterdir()), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)

@@ -1,0 +1,122 @@
+// main() of every GoogleTest executable of the project (in place of gtest_main), with what grading needs.
+//
+// A graded test earns points only when it ran to its own end, which nothing the code under test prints can
+// prove: a test that stops at std::exit(0) looks, to CTest, like a pass, and a printed "[  SKIPPED ]" like a
+// skip. So when ./lab check or ./lab grade runs the tests, it passes a folder and a random token for this
+// run in SPEEDLABS_GRADE_DIR and SPEEDLABS_GRADE_TOKEN. This main takes both out of the environment before
+// any test runs (a test, and the code it calls, cannot read them there) and writes, for each test, a file
+// <folder>/<Suite.Test> holding
+//   start <token>                          when the test starts,
+//   end <token> passed|failed|skipped      when GoogleTest has finished it (its last assertion ran), or
+//   signal <token> <number>                when the process crashes during it (SIGSEGV, SIGABRT, ...).
+// scripts/grade.py counts a test only by its "end" line: no line means the process left the test early
+// (std::exit, _exit, a crash, a timeout), and a skip counts only as GoogleTest itself recorded it
+// (GTEST_SKIP(), the harness's own decision: no GPU here).
+//
+// Without those variables (./lab test) nothing is written. Either way, a run whose tests were all skipped
+// exits with 77, which CTest reports as skipped (SKIP_RETURN_CODE): output is never what makes a skip.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+std::string grade_dir, grade_token;
+int current_fd = -1;  // the running test's file, for the signal handler
+char signal_line[128];
+size_t signal_prefix_length = 0;
+
+void write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, data, size);
+    if (written <= 0) return;
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+}
+
+void on_crash(int number) {
+  // Async-signal-safe only: the line was prepared when the test started.
+  if (current_fd >= 0) {
+    char digits[8];
+    int n = 0, value = number;
+    do {
+      digits[n++] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    } while (value > 0 && n < 7);
+    size_t length = signal_prefix_length;
+    while (n > 0) signal_line[length++] = digits[--n];
+    signal_line[length++] = '\n';
+    write_all(current_fd, signal_line, length);
+  }
+  ::signal(number, SIG_DFL);
+  ::raise(number);
+}
+
+void install_crash_handlers() {
+  // Its own stack, so that a stack overflow in the code under test is still reported.
+  static char alternate_stack[64 * 1024];
+  stack_t stack{};
+  stack.ss_sp = alternate_stack;
+  stack.ss_size = sizeof alternate_stack;
+  ::sigaltstack(&stack, nullptr);
+  struct sigaction action {};
+  action.sa_handler = on_crash;
+  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  ::sigemptyset(&action.sa_mask);
+  for (const int number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) ::sigaction(number, &action, nullptr);
+}
+
+class GradeRecorder : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    std::string name = std::string(test.test_suite_name()) + "." + test.name();
+    for (char& c : name) {
+      if (c == '/') c = '_';
+    }
+    current_fd = ::open((grade_dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const std::string start = "start " + grade_token + "\n";
+    if (current_fd >= 0) write_all(current_fd, start.data(), start.size());
+  }
+
+  void OnTestEnd(const ::testing::TestInfo& test) override {
+    if (current_fd < 0) return;
+    const auto* result = test.result();
+    const char* verdict = result->Skipped() ? "skipped" : result->Failed() ? "failed" : "passed";
+    const std::string end = "end " + grade_token + " " + verdict + "\n";
+    write_all(current_fd, end.data(), end.size());
+    ::close(current_fd);
+    current_fd = -1;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const char* dir = std::getenv("SPEEDLABS_GRADE_DIR");
+  const char* token = std::getenv("SPEEDLABS_GRADE_TOKEN");
+  if (dir != nullptr && token != nullptr && *dir != '\0' && *token != '\0') {
+    grade_dir = dir;
+    grade_token = token;
+    ::unsetenv("SPEEDLABS_GRADE_DIR");
+    ::unsetenv("SPEEDLABS_GRADE_TOKEN");
+    const std::string prefix = "signal " + grade_token + " ";
+    if (prefix.size() + 10 < sizeof signal_line) {
+      std::memcpy(signal_line, prefix.data(), prefix.size());
+      signal_prefix_length = prefix.size();
+      install_crash_handlers();
+      ::testing::UnitTest::GetInstance()->listeners().Append(new GradeRecorder);
+    }
+  }
+  const int code = RUN_ALL_TESTS();
+  const auto* unit = ::testing::UnitTest::GetInstance();
+  if (code == 0 && unit->test_to_run_count() > 0 && unit->skipped_test_count() == unit->test_to_run_count()) return 77;
+  return code;
+}
