@@ -23,8 +23,9 @@ struct Config {
   int64_t head_size = 64;   ///< head_size
   int64_t q_tile = 256;     ///< query rows per block of the tiled forward
   int64_t kv_tile = 256;    ///< keys and values per block of the tiled forward
-  int warmup = 1;           ///< unmeasured calls per method and T
-  int repeats = 5;          ///< measured calls per method and T (the median is reported)
+  int warmup = 1;           ///< unmeasured rounds per T (each round calls every method once)
+  int repeats = 5;          ///< measured rounds per T, at least (the median is reported); more while the
+                            ///< times scatter, up to kMaxRoundsFactor x this, within kRoundsBudgetS
   int64_t backward_seq = 256;  ///< T of the gradient check (the written-out backward holds 3 T x T matrices)
   std::string plots_dir;    ///< write lab09_attention_vs_T.svg here ("" = no plot)
   uint64_t seed = 0;        ///< torch seed for q, k, v
@@ -44,10 +45,15 @@ enum class Method {
 /// "written_out", "tiled", "sdpa".
 std::string to_string(Method method);
 
+/// Rounds of the interleaved timing may grow to this many times Config::repeats while the times scatter...
+inline constexpr int kMaxRoundsFactor = 3;
+/// ... until the measured rounds of one T took this long.
+inline constexpr double kRoundsBudgetS = 2.0;
+
 /// One method at one T.
 struct Measurement {
   Method method = Method::tiled;      ///< which attention
-  speedlabs::TimingStats time;        ///< warm-up, then repeats (milliseconds)
+  speedlabs::TimingStats time;        ///< its side of the interleaved rounds (milliseconds)
   int64_t extra_bytes = 0;            ///< peak bytes of CPU tensors during one call beyond those live before it
 };
 
@@ -57,6 +63,10 @@ struct SizeResult {
   std::vector<Measurement> methods;        ///< written_out, tiled, sdpa, in that order
   double max_error_vs_written_out = 0;     ///< max |tiled - written out| over every element
   double max_error_vs_sdpa = 0;            ///< max |tiled - SDPA| over every element
+  /// The tiled forward's time over SDPA's within each round (the three methods are timed interleaved:
+  /// written out, tiled, SDPA, then backwards), summarised over the rounds.
+  speedlabs::Summary tiled_over_sdpa;
+  speedlabs::Contention contention;        ///< how busy the machine was during this T's rounds
   /// The measurement of @p method (throws std::out_of_range when it is missing).
   const Measurement& of(Method method) const;
 };
