@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/contention.h"
 #include "common/observations.h"
 #include "worker.h"
 
@@ -57,6 +58,10 @@ struct JobResult {
   int64_t parameters = 0;    ///< distinct parameters; the gradient is 4 bytes each
   int64_t buckets = 0;       ///< buckets of --bucket-mb
   double allreduce_ms = 0;   ///< median time of one all-reduce of every gradient in one buffer (N > 1)
+  std::vector<double> allreduce_samples_ms;  ///< each timed all-reduce of that benchmark (N > 1)
+  /// How busy the machine was while the job ran, read by the launcher around mpirun: the workers are its
+  /// reaped descendants, so their CPU counts as the run's own and only other programs make it busy.
+  speedlabs::Contention contention;
   std::vector<std::pair<std::string, ModeTrace>> modes;  ///< in the order run
   nlohmann::json accumulation;  ///< the gradient-accumulation check, when asked for
 
