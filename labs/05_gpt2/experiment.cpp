@@ -15,6 +15,7 @@
 #include "common/format.h"
 #include "common/gpt.h"
 #include "common/process.h"
+#include "common/sequential.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "training.h"
@@ -90,6 +91,17 @@ double max_loss_gap(const ModeResult& mode, const ModeResult& fp32, const Config
     reference.push_back(fp32.steps[i].loss);
   }
   return speedlabs::max_abs_gap(mine, reference);
+}
+
+// The step times (ms) after the warm-up steps, summarised: the samples every rate of the mode comes from
+// (a one-step run has only its warm-up step: that one, a single sample).
+speedlabs::Summary timed_steps(const ModeResult& r, const Config& config) {
+  std::vector<double> ms;
+  for (const auto& s : r.steps) {
+    if (s.step >= warmup_steps(config.steps)) ms.push_back(s.ms);
+  }
+  if (ms.empty()) ms.push_back(r.steps.back().ms);
+  return speedlabs::summarize_samples(ms);
 }
 
 double mean_of_last_steps(const ModeResult& r) {
@@ -182,10 +194,18 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
                "still float32 after training in every mode",
                dtypes, "only Float", all_float);
 
+  // Each mode's rate carries its steps' spread (the rate of every timed step: median and quartiles) and the
+  // machine's reading over the mode's training.
+  const double tokens_per_step = static_cast<double>(config.batch * config.seq);
   for (const auto& r : results) {
-    report.check("tokens_per_s_" + speedlabs::to_string(r.mode),
-                 "training throughput in " + speedlabs::to_string(r.mode) + " (B*T / median step time)",
-                 r.tokens_per_s, "> 0, reported", std::isfinite(r.tokens_per_s) && r.tokens_per_s > 0, false);
+    speedlabs::Evidence evidence;
+    evidence.value = speedlabs::rate_of(timed_steps(r, config), tokens_per_step);
+    evidence.contention = r.contention;
+    evidence.bounds = {speedlabs::positive_finite("tokens/s", r.tokens_per_s)};
+    report.decide("tokens_per_s_" + speedlabs::to_string(r.mode),
+                  "training throughput in " + speedlabs::to_string(r.mode) + " (B*T / median step time)",
+                  r.tokens_per_s, "> 0, reported", evidence,
+                  [](double rate) { return std::isfinite(rate) && rate > 0; }, false);
   }
   for (const auto& [mode, reason] : skipped) {
     report.not_applicable("tokens_per_s_" + speedlabs::to_string(mode),
@@ -207,9 +227,17 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
     report.not_applicable("tf32_differs_slightly_from_fp32", differs_claim, differs_expected, reason);
   } else {
     const double speedup = tf32->tokens_per_s / fp32->tokens_per_s;
+    // Not interleaved: each mode trains its own model from the same weights, all its steps in a row, and
+    // alternating fp32 and tf32 steps would mean two models and optimizers in one restructured loop. So the
+    // evidence is per step: fp32's step times over tf32's, the ratio of the medians with the quartiles
+    // crossed (speedlabs::ratio_of_sequential), under the busier of the two modes' readings.
+    speedlabs::Evidence evidence;
+    evidence.value = speedlabs::ratio_of_sequential(timed_steps(*fp32, config), timed_steps(*tf32, config));
+    evidence.contention = speedlabs::busier(fp32->contention, tf32->contention);
+    evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s", speedup)};
     // The tiny model's matmuls are too small for tensor cores to matter, so there it is only reported.
-    report.check("tf32_faster_than_fp32", faster_claim, speedup, "tf32 / fp32 tokens/s > 1", speedup > 1.0,
-                 config.model == "gpt2");
+    report.decide("tf32_faster_than_fp32", faster_claim, speedup, "tf32 / fp32 tokens/s > 1", evidence,
+                  [](double s) { return s > 1.0; }, config.model == "gpt2");
     const double gap = max_loss_gap(*tf32, *fp32, config);
     report.check("tf32_differs_slightly_from_fp32", differs_claim, gap, differs_expected,
                  gap > 0 && gap <= kTrackTolerance);
@@ -258,7 +286,9 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
       skipped[mode] = reason;
       continue;
     }
+    const speedlabs::ContentionProbe probe;
     results.push_back(train_one_mode(run, mode));
+    results.back().contention = probe.read();
   }
   if (results.empty()) throw speedlabs::RuntimeFailure("no precision mode can run on " + device.str());
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/contention.h"
 #include "common/observations.h"
 #include "common/precision.h"
 
@@ -53,6 +54,7 @@ struct ModeResult {
   std::vector<std::string> weight_dtypes; ///< distinct parameter dtypes after training
   int nonfinite_fp16_steps = 0;           ///< fp16 steps whose loss overflowed (the scaler skips them)
   double final_loss_scale = 1;            ///< the GradScaler's scale at the end (fp16; 1 otherwise)
+  speedlabs::Contention contention;       ///< how busy the machine was while this mode trained
 };
 
 /// Steps excluded from the speed statistics: the first 10%, at least one (allocation, kernel selection).
