@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/contention.h"
 #include "common/observations.h"
+#include "common/timer.h"
 #include "exercise.h"
 #include "optimizers.h"
 
@@ -95,11 +97,13 @@ struct RungResult {
   std::optional<int64_t> peak_bytes;  ///< peak device memory allocated (nullopt on the CPU)
   std::vector<double> losses;  ///< every step's loss, warm-up steps included
   std::string detail;          ///< e.g. the attention backend that ran
+  speedlabs::Summary step_ms;  ///< the measured steps' times (median, quartiles, spread), in milliseconds
+  speedlabs::Contention contention;  ///< how busy the machine was while it ran (a peer: its whole script)
 };
 
 /// The whole run.
 struct LadderResult {
-  double bf16_matmul_tflops = 0;  ///< the measured peak, the MFU's denominator
+  double bf16_matmul_tflops = 0;  ///< the measured peak (the best of the timed repeats), the MFU's denominator
   std::vector<RungResult> rungs;  ///< every rung at every shape, in order
   std::vector<RungResult> peers;  ///< the Python peers, in order
 };
@@ -115,7 +119,21 @@ struct LadderResult {
 /// @param seq     T
 double flops_per_token(int64_t n_params_without_wpe, int64_t n_layer, int64_t n_head, int64_t head_size, int64_t seq);
 
-/// The rate of an n x n x n bfloat16 matrix multiply on @p device in 10^12 FLOP/s (median of timed repeats).
+/// Timed repeats of an n x n x n bfloat16 matrix multiply, and the rates they give.
+struct MatmulPeak {
+  double tflops = 0;              ///< the peak: the best repeat's rate (a peak is a maximum), in 10^12 FLOP/s
+  double median_tflops = 0;       ///< the median repeat's rate
+  speedlabs::TimingStats time;    ///< the repeats (milliseconds), with the machine's reading
+  double flops = 0;               ///< 2 n^3
+};
+
+/// Times an n x n x n bfloat16 matrix multiply on @p device: warm-up, then repeats until their spread is
+/// small or a second is spent. Throws speedlabs::UsageError for n < 1.
+/// @param device where to measure
+/// @param n      the matrix size
+MatmulPeak measure_bf16_matmul(const c10::Device& device, int64_t n);
+
+/// The peak rate of measure_bf16_matmul() in 10^12 FLOP/s (the best of the timed repeats).
 /// @param device where to measure
 /// @param n      the matrix size
 double measure_bf16_matmul_tflops(const c10::Device& device, int64_t n);

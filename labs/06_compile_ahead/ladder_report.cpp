@@ -10,6 +10,7 @@
 #include "common/device.h"
 #include "common/files.h"
 #include "common/format.h"
+#include "common/sequential.h"
 #include "rungs.h"
 
 namespace lab06 {
@@ -40,6 +41,10 @@ constexpr double kGoalEagerVsPython = 1.2;
 constexpr double kGoalTopVsPythonEager = 4.0;
 constexpr double kGoalTopVsCompile = 1.0;
 constexpr double kGoalMfu = 0.5;
+// The MFU's peak is the best of the bf16 matmul's repeats; a training step's useful FLOP/s above it would
+// mean the peak was measured wrong (a peak is never below a rate just achieved). 5% for the rounding of
+// the FLOP count (6 N + 12 L H Q T is an estimate).
+constexpr double kPeakTolerance = 0.05;
 
 // Largest |loss - other loss| over the steps both ran (or step 0 alone); NaN when a compared loss is not finite.
 double max_loss_gap(const RungResult& a, const RungResult& b, bool first_only = false) {
@@ -74,24 +79,55 @@ json to_json(const RungResult& r) {
   j.update({{"first_step_ms", r.first_step_ms}, {"median_ms", r.median_ms}, {"tokens_per_s", r.tokens_per_s},
             {"tflops", r.tflops}, {"mfu", r.mfu}, {"losses", r.losses}, {"detail", r.detail},
             {"peak_bytes", r.peak_bytes ? json(*r.peak_bytes) : json(nullptr)}});
+  if (r.step_ms.count > 0) j["step_ms"] = r.step_ms.to_json();
   return j;
 }
 
-// A GPU goal: a ratio against a threshold, judged only on a CUDA GPU (where the goals are set).
+// How the ladder is timed. Each rung builds its own model and optimizer and trains all its steps in a row
+// (so do the Python peers, in a child process): rungs are not interleaved, which would hold every rung's
+// model and AdamW state at once. A rung's evidence is its measured steps (median and quartiles) and the
+// machine's reading over the rung; a ratio of two of them is speedlabs::ratio_of_sequential (median over
+// median, quartiles crossed), under the busier of the two readings.
+
+// The tokens/s of @p r, from its measured steps, with the machine's reading: a rate must be positive.
+speedlabs::Evidence rate_evidence(const RungResult& r) {
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::rate_of(r.step_ms, static_cast<double>(r.shape.batch * r.shape.seq));
+  evidence.contention = r.contention;
+  evidence.bounds = {speedlabs::positive_finite("tokens/s of " + r.name, r.tokens_per_s)};
+  return evidence;
+}
+
+// tokens/s of @p faster over tokens/s of @p slower: slower's step times over faster's.
+speedlabs::Evidence speedup_evidence(const RungResult& faster, const RungResult& slower) {
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::ratio_of_sequential(slower.step_ms, faster.step_ms);
+  evidence.contention = speedlabs::busier(faster.contention, slower.contention);
+  evidence.bounds = {speedlabs::positive_finite("tokens/s of " + faster.name, faster.tokens_per_s),
+                     speedlabs::positive_finite("tokens/s of " + slower.name, slower.tokens_per_s)};
+  return evidence;
+}
+
+// A GPU goal: a ratio against a threshold, judged only on a CUDA GPU (where the goals are set), by
+// Report::decide from @p evidence (its value: the ratio's samples). Off a CUDA GPU it is not applicable, with
+// the numbers and their evidence shown.
 void goal(speedlabs::Report& report, const c10::Device& device, const std::string& id, const std::string& claim,
-          std::optional<double> value, json measured, double threshold, const std::string& missing) {
+          const std::optional<speedlabs::Evidence>& evidence, json measured, double threshold,
+          const std::string& missing) {
   const std::string expected = ">= " + fixed(threshold, 2) + " (a GPU goal, judged on a CUDA GPU)";
-  if (!value) {
+  if (!evidence) {
     report.not_applicable(id, claim, expected, missing, /*must_hold=*/false);
     return;
   }
   if (!device.is_cuda()) {
     speedlabs::Observation o{id, claim, measured, expected, speedlabs::Verdict::not_applicable, false,
                              "the goals are set for a CUDA GPU; this run is on " + device.str()};
+    if (std::isfinite(evidence->value.median)) o.evidence = evidence->to_json();
     report.add(o);
     return;
   }
-  report.check(id, claim, measured, expected, *value >= threshold, /*must_hold=*/false);
+  report.decide(id, claim, measured, expected, *evidence, [threshold](double v) { return v >= threshold; },
+                /*must_hold=*/false);
 }
 
 }  // namespace
@@ -156,8 +192,16 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
       continue;
     }
     json measured = to_json(r);
-    if (fp32) measured["speedup_vs_fp32"] = r.tokens_per_s / fp32->tokens_per_s;
-    report.check(id, claim, measured, "every loss finite", all_finite(r.losses));
+    if (fp32) {
+      measured["speedup_vs_fp32"] = r.tokens_per_s / fp32->tokens_per_s;
+      const auto band = speedup_evidence(r, *fp32).value;
+      measured["speedup_q1"] = band.q1;
+      measured["speedup_q3"] = band.q3;
+    }
+    // The verdict is the losses' (untimed); the rung's rate travels with its evidence (its steps' spread,
+    // the machine's reading), which the table's spread column shows.
+    auto& o = report.check(id, claim, measured, "every loss finite", all_finite(r.losses));
+    o.evidence = rate_evidence(r).to_json();
     if (fp32 && &r != fp32) {
       const double step_zero = max_loss_gap(r, *fp32, true), every_step = max_loss_gap(r, *fp32);
       initial_gaps[r.name] = step_zero;
@@ -232,25 +276,29 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
 void observe_goals(const LadderResult& ladder, const c10::Device& device, speedlabs::Report& report) {
   const Shape small{4, 128}, large{16, 1024};
   {
-    std::optional<double> worst;
+    std::optional<speedlabs::Evidence> worst;
     json ratios = json::object();
     for (const std::string mode : {"fp32", "tf32", "bf16"}) {
       const RungResult* cpp = find(ladder.rungs, mode, small);
       const RungResult* py = find(ladder.peers, "python_eager_" + mode, small);
       if (!cpp || !py) continue;
+      const auto evidence = speedup_evidence(*cpp, *py);
       ratios[mode] = cpp->tokens_per_s / py->tokens_per_s;
-      worst = std::min(worst.value_or(ratios[mode].get<double>()), ratios[mode].get<double>());
+      if (!worst || evidence.value.median < worst->value.median) worst = evidence;
     }
     goal(report, device, "goal_cpp_eager_vs_python_eager_4x128",
          "C++ eager tokens/s over Python eager tokens/s in each precision at B=4, T=128 (the smallest ratio)", worst,
          ratios, kGoalEagerVsPython, "needs the C++ rungs fp32..bf16 and their Python eager peers at 4x128");
   }
-  auto top_ratio = [&](const Shape& shape, const std::string& peer_name) -> std::pair<std::optional<double>, json> {
+  auto top_ratio = [&](const Shape& shape,
+                       const std::string& peer_name) -> std::pair<std::optional<speedlabs::Evidence>, json> {
     const RungResult* top = top_rung(ladder.rungs, shape);
     const RungResult* peer = find(ladder.peers, peer_name, shape);
     if (!top || !peer) return {std::nullopt, nullptr};
     const double ratio = top->tokens_per_s / peer->tokens_per_s;
-    return {ratio, json{{"top_rung", top->name}, {"ratio", ratio}}};
+    const auto evidence = speedup_evidence(*top, *peer);
+    return {evidence, json{{"top_rung", top->name}, {"ratio", ratio}, {"ratio_q1", evidence.value.q1},
+                           {"ratio_q3", evidence.value.q3}}};
   };
   const auto [eager_ratio, eager_json] = top_ratio(small, "python_eager_bf16");
   goal(report, device, "goal_top_rung_vs_python_eager_bf16_4x128",
@@ -261,9 +309,18 @@ void observe_goals(const LadderResult& ladder, const c10::Device& device, speedl
        "the top rung's tokens/s over Python torch.compile bf16 at B=16, T=1024", compile_ratio, compile_json,
        kGoalTopVsCompile, "needs the 16x1024 ladder and the torch.compile bf16 peer");
   const RungResult* top = top_rung(ladder.rungs, large);
+  std::optional<speedlabs::Evidence> mfu;
+  if (top) {
+    // The MFU of every measured step: its useful FLOP/s over the peak (the best bf16 matmul repeat).
+    mfu = rate_evidence(*top);
+    const double per_token_share = top->mfu / top->tokens_per_s;  // MFU per token/s (NaN off a CUDA GPU)
+    for (double* v : {&mfu->value.median, &mfu->value.q1, &mfu->value.q3, &mfu->value.min, &mfu->value.max}) {
+      *v *= per_token_share;
+    }
+    mfu->bounds.push_back({"MFU (useful FLOP/s over the measured bf16 matmul peak)", top->mfu, 0, 1 + kPeakTolerance});
+  }
   goal(report, device, "goal_top_rung_mfu_16x1024",
-       "the top rung's MFU at B=16, T=1024 (useful FLOP/s over the measured bf16 matmul rate)",
-       top ? std::optional<double>(top->mfu) : std::nullopt,
+       "the top rung's MFU at B=16, T=1024 (useful FLOP/s over the measured bf16 matmul rate)", mfu,
        top ? json{{"top_rung", top->name}, {"mfu", top->mfu}, {"tflops", top->tflops}} : json(nullptr), kGoalMfu,
        "needs the 16x1024 ladder");
 }

@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "common/process.h"
+#include "common/timer.h"
 
 namespace lab06 {
 
@@ -100,6 +101,9 @@ std::vector<RungResult> run_python_peers(const Config& config, const c10::Device
       result.ran = true;
       result.first_step_ms = peer.at("first_step_ms").get<double>();
       result.median_ms = peer.at("median_ms").get<double>();
+      // Each measured step's time, for the spread (an older script without them: the median alone).
+      result.step_ms = speedlabs::summarize_samples(
+          peer.contains("step_ms") ? peer.at("step_ms").get<std::vector<double>>() : std::vector<double>{result.median_ms});
       result.tokens_per_s = peer.at("tokens_per_s").get<double>();
       result.losses = peer.at("losses").get<std::vector<double>>();
       if (peer.contains("peak_bytes") && !peer.at("peak_bytes").is_null()) {

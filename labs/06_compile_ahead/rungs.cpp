@@ -94,7 +94,8 @@ gpt::GPT RungRunner::build_model(Rung rung) const {
 void RungRunner::summarize_times(RungResult& result, const std::vector<double>& times, int fast_from) const {
   result.first_step_ms = 0;
   for (int i = 0; i <= fast_from; ++i) result.first_step_ms += times[i];
-  result.median_ms = speedlabs::summarize({times.begin() + config.warmup, times.end()}).median_ms;
+  result.step_ms = speedlabs::summarize_samples({times.begin() + config.warmup, times.end()});
+  result.median_ms = result.step_ms.median;
   const double tokens = static_cast<double>(result.shape.batch * result.shape.seq);
   result.tokens_per_s = tokens / (result.median_ms / 1e3);
   result.tflops = useful_flops_per_step / (result.median_ms / 1e3) / 1e12;

@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/observations.h"
 #include "labs/06_compile_ahead/experiment.h"
+#include "tests/support/timed.h"
 
 namespace {
 
@@ -91,7 +92,19 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   EXPECT_NEAR(fp32.losses.front(), std::log(50257.0), 0.3);
 
   // Timings and rates are measured; the CPU has no peak-memory statistics.
-  EXPECT_EQ(report.at("bf16_matmul_tflops").verdict, Verdict::holds);
+  EXPECT_EQ(report.at("bf16_matmul_tflops").verdict, Verdict::holds);  // correctness: untimed
+  // The rates carry their evidence (repeats' or steps' spread, the machine's reading) for the table.
+  EXPECT_TRUE(speedlabs::testing::timed_with_evidence(report.at("bf16_matmul_tflops")));
+  EXPECT_GE(report.at("bf16_matmul_tflops").measured.at("tflops").get<double>(),
+            report.at("bf16_matmul_tflops").measured.at("median_tflops").get<double>())
+      << "a peak is the best repeat";
+  for (const char* rung : {"fp32", "tf32", "bf16", "sdpa", "vocab50304", "fused_adamw"}) {
+    const auto& o = report.at(std::string("rung_") + rung + "_2x32");
+    EXPECT_TRUE(speedlabs::testing::timed_with_evidence(o)) << rung;
+    EXPECT_EQ(o.evidence["value"]["count"].get<int>(), config.steps) << rung;
+    EXPECT_LE(o.measured["speedup_q1"].get<double>(), o.measured["speedup_vs_fp32"].get<double>() + 1e-12) << rung;
+    EXPECT_GE(o.measured["speedup_q3"].get<double>(), o.measured["speedup_vs_fp32"].get<double>() - 1e-12) << rung;
+  }
   for (const auto& r : result.rungs) {
     if (!r.ran) continue;
     EXPECT_GT(r.median_ms, 0) << r.name;

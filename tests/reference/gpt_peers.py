@@ -6,7 +6,7 @@ chapter's loop, eagerly and under torch.compile, on the weights and batches the 
         --warmup 5 --steps 20 [--compile-modes bf16]
 
 prints one JSON object on stdout: {"torch", "device", "peers": [{"name", "ran", "reason", "first_step_ms",
-"median_ms", "tokens_per_s", "peak_bytes", "losses"}, ...]}, one peer per mode, then one per --compile-modes mode under torch.compile.
+"median_ms", "tokens_per_s", "peak_bytes", "losses", "step_ms"}, ...]}, one peer per mode, then one per --compile-modes mode under torch.compile.
 Exit 0 on success, 2 on bad arguments or a malformed state file.
 
 The state file (speedlabs tensor format, see gpt_reference.py) holds "config" (int64: block_size,
@@ -76,7 +76,7 @@ def run_peer(state, device, mode, compiled, warmup, steps):
     return {"name": f"python_{'compile' if compiled else 'eager'}_{mode}", "ran": True, "reason": "",
             "first_step_ms": times_ms[0], "median_ms": median_ms, "tokens_per_s": tokens / (median_ms / 1e3),
             "peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
-            "losses": losses.cpu().tolist()}
+            "losses": losses.cpu().tolist(), "step_ms": times_ms[warmup:]}
 
 
 def main():
