@@ -10,7 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/device.h"
 #include "exercise.h"
+#include "gpu_comparison.h"
+#include "tests/lab09/require_gpu_kernel.h"
 #include "tests/support/expect.h"
 
 namespace {
@@ -139,6 +142,48 @@ TEST(Lab09_tiled_attention_forward, NoPositionSeesALaterOne) {
   const auto after = lab09::tiled_attention_forward(x.q, x.k, x.v, 16, 16).out;
   EXPECT_TRUE(tensors_close(after.narrow(2, 0, 25), before.narrow(2, 0, 25), 1e-7, 0,
                             "outputs 0..24 after changing keys and values 25..39"));
+}
+
+// --- the optional GPU exercise: flash_attention.cu, graded where a GPU is ----------------------------------
+// Both tests skip, saying why, where there is no CUDA GPU or no nvcc compiled the kernel: a skip is worth
+// nothing and costs nothing.
+
+TEST(Lab09_flash_attention_forward, MatchesSdpaAndItsLogSumExp) {
+  LAB09_REQUIRE_GPU_KERNEL();
+#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
+  const auto options = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat);
+  for (const int64_t D : {32, 64}) {
+    for (const int64_t T : {1, 63, 64, 65, 1000, 4096}) {
+      torch::manual_seed(T + D);
+      const auto q = torch::randn({2, 3, T, D}, options), k = torch::randn_like(q), v = torch::randn_like(q);
+      auto out = torch::empty_like(q);
+      auto lse = torch::empty({2, 3, T}, options);
+      lab09::cuda::flash_attention_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                           out.data_ptr<float>(), lse.data_ptr<float>(), 2, 3, T, D);
+      const std::string what = " at T=" + std::to_string(T) + ", head size " + std::to_string(D);
+      const auto reference = at::scaled_dot_product_attention(q.to(torch::kDouble), k.to(torch::kDouble),
+                                                               v.to(torch::kDouble), {}, 0.0, true);
+      EXPECT_TRUE(tensors_close(out.cpu(), reference.cpu(), lab09::kGpuTolerance, 0, "out" + what));
+      const auto future = torch::ones({T, T}, torch::kBool).triu(1);
+      const auto scores = (torch::matmul(q.cpu().to(torch::kDouble), k.cpu().to(torch::kDouble).transpose(-2, -1)) /
+                           std::sqrt(static_cast<double>(D)))
+                              .masked_fill(future, -std::numeric_limits<double>::infinity());
+      EXPECT_TRUE(tensors_close(lse.cpu(), torch::logsumexp(scores, -1), 1e-4, 1e-6, "lse" + what));
+    }
+  }
+#endif
+}
+
+TEST(Lab09_flash_attention_forward, RefusesAnUnsupportedHeadSize) {
+  LAB09_REQUIRE_GPU_KERNEL();
+#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
+  const auto q = torch::zeros({1, 1, 4, 48}, torch::TensorOptions().device(torch::kCUDA));
+  auto out = torch::empty_like(q);
+  auto lse = torch::empty({1, 1, 4}, q.options());
+  EXPECT_THROW(lab09::cuda::flash_attention_forward(q.data_ptr<float>(), q.data_ptr<float>(), q.data_ptr<float>(),
+                                                    out.data_ptr<float>(), lse.data_ptr<float>(), 1, 1, 4, 48),
+               std::invalid_argument);
+#endif
 }
 
 }  // namespace
