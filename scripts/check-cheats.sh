@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI's check that the grader cannot be fooled (called by scripts/check-grading.sh):
-#   1. a submission made of the reference answers with known attacks in labs 01, 02 and 05
+#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03 and 05
 #      (tests/grading/cheats/submission.py: exit(0), an endless loop, a printed "[  SKIPPED ]", a segfault,
-#      a compile error) graded by ./lab grade --submission: each attacked exercise scores 0, every other
+#      a crash in a static initializer, a compile error) graded by ./lab grade --submission: each attacked exercise scores 0, every other
 #      exercise its full points (lab 09, which runs lab 05's exercise, among them); lab 01 is named three
 #      ways (--labs 01,1,001) and must be graded once;
 #   2. SIGTERM to ./lab grade while a test runs ends ctest and the test processes at once, and leaves none
@@ -20,7 +20,7 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 python3 tests/grading/cheats/submission.py write "$scratch/submission"
 
 echo "check-cheats: ./lab grade on the cheating submission"
-./lab grade --submission "$scratch/submission" --labs 01,1,001,02,05,09 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
+./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,05,09 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
   { cat "$scratch/grade.log" >&2; die "./lab grade failed on the cheating submission"; }
 python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" ||
   { cat "$scratch/grade.log" >&2; die "a cheat earned points, or cost an honest exercise its points (above)"; }

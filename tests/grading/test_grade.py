@@ -9,6 +9,7 @@ RUN_DIR/ends/<Suite.Test>) for lab 01's exercises, whose points.tsv gives sum_sq
 sum_squares_torch 3 and sum_squares_unrolled 10.
 """
 import importlib.util
+import io
 import json
 import os
 import sys
@@ -137,6 +138,16 @@ class CannotBeFooled(unittest.TestCase):
         self.assertEqual(len(results["tests"]), 3)
         self.assertEqual(results["score"], 16)
         self.assertEqual(len(tests), 3)
+
+    def test_check_prints_a_lab_named_twice_once(self):
+        self.run.grade()  # writes the JUnit file
+        printed = io.StringIO()
+        with mock.patch("sys.stdout", printed):
+            code = grade.check(str(self.run.dir / "junit.xml"), ["01", "01"], str(self.run.dir))
+        self.assertEqual(code, 0)
+        lines = printed.getvalue().splitlines()
+        self.assertEqual(lines.count("lab 01:"), 1, lines)
+        self.assertEqual(sum("PASS" in line for line in lines), 3, lines)
 
     def test_results_are_all_three_files_or_none(self):
         real_open = open

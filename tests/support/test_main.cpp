@@ -14,7 +14,7 @@
 // (GTEST_SKIP(), the harness's own decision: no GPU here).
 //
 // Without those variables (./lab test) nothing is written. Either way, a run whose tests were all skipped
-// exits with 77, which CTest reports as skipped (SKIP_RETURN_CODE): output is never what makes a skip.
+// exits with 77, which CTest reports as skipped (SKIP_RETURN_CODE).
 #include <gtest/gtest.h>
 
 #include <fcntl.h>

@@ -4,10 +4,11 @@
   submission.py write FOLDER      FOLDER/NN_topic/exercise.cpp (and .cu): solutions/ with the attacks below
   submission.py verify RESULTS    checks RESULTS (results.json of ./lab grade --submission FOLDER)
 
-Each attack is a line of code put first in one exercise function of a copy of the reference answer, so the
-attacked exercise must score 0 and every other exercise of the submission its full points: an attack that
-earns anything, or that costs an honest exercise its points, fails CI. Four labs' files are attacked, so
-that CI compiles as few translation units as it can.
+Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
+with no function named, at the end of the file), so the attacked exercise must score 0 and every other
+exercise of the submission its full points: an attack that earns anything, or that costs an honest
+exercise its points, fails CI. Four labs' files are attacked and lab 09's is the reference, so that CI
+compiles as few translation units as it can.
 """
 import json
 import re
@@ -30,6 +31,9 @@ ATTACKS = [
      "a segmentation fault: named with its signal"),
     ("05_gpt2", "causal_attention", "this is not C++;",
      "a compile error in lab 05: lab 05 scores 0, lab 09 (which runs lab 05's exercise) keeps its points"),
+    ("03_mixed_precision", None, "static const int speedlabs_cheat = (std::raise(SIGSEGV), 0);",
+     "a crash in a static initializer: the test program dies before any test (listing them runs it too); "
+     "named so, not 'does not compile', and lab 05, which runs lab 03's exercise, is not touched by it"),
 ]
 INCLUDES = "#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n"
 
@@ -41,14 +45,21 @@ EXPECTED = {
     "lab 02: float_to_half_bits": (10, 10, "passed"),
     "lab 02: half_bits_to_float": (0, 5, "Lab02_half_bits_to_float"),
     "lab 02: float_to_bfloat16_bits": (0, 5, "crashed with signal SIGSEGV"),
+    "lab 03: unscale_and_check": (0, 10, "crashed before any test started"),
+    "lab 03: next_scale_state": (0, 10, "crashed before any test started"),
+    "lab 03: GradScaler": (0, 20, "crashed before any test started"),
+    "lab 03: mixed_precision_step": (0, 10, "crashed before any test started"),
     "lab 05: causal_attention": (0, 10, "does not compile"),
     "lab 05: train_step": (0, 20, "does not compile"),
     "lab 09: online_softmax": (10, 10, "passed"),
     "lab 09: tiled_attention_forward": (20, 20, "passed"),
+    "lab 09: flash_attention_forward": (10, 10, "passed"),  # a GPU exercise: skipped without one (below)
 }
 
 
 def attack(text, function, statement):
+    if function is None:
+        return text + "\n" + statement + "\n"
     definition = re.search(rf"^\S[^\n;]*\b{re.escape(function)}\(", text, re.M)
     if definition is None:
         raise SystemExit(f"cheats: no definition of {function} found")
@@ -75,6 +86,7 @@ def verify(results_path):
     problems = []
     if len(tests) != len(results["tests"]):
         problems.append("an exercise is listed twice (a lab named twice was graded twice)")
+    total = 0
     for name, (score, max_score, text) in EXPECTED.items():
         got = tests.get(name)
         if got is None:
@@ -82,12 +94,14 @@ def verify(results_path):
             continue
         line = f"{name}: {got['score']:g} / {got['max_score']:g}, {got['output'][:160]}"
         print("  " + line)
+        if score == max_score and got["max_score"] == 0 and got["output"].startswith("skipped, not graded here"):
+            continue  # an honest exercise that needs a GPU, on a machine without one: worth nothing either way
+        total += score
         if (got["score"], got["max_score"]) != (score, max_score) or text not in got["output"]:
             problems.append(f"{line}\n    expected {score:g} / {max_score:g} and '{text}' in the output")
     unexpected = sorted(set(tests) - set(EXPECTED))
     if unexpected:
         problems.append("graded but not attacked nor expected: " + ", ".join(unexpected))
-    total = sum(score for score, _, _ in EXPECTED.values())
     if results["score"] != total:
         problems.append(f"total score {results['score']:g}, expected {total:g}")
     for problem in problems:
