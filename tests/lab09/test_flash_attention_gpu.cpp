@@ -8,6 +8,7 @@
 #include "experiment.h"
 #include "gpu_comparison.h"
 #include "tests/lab09/require_gpu_kernel.h"
+#include "tests/support/timed.h"
 
 namespace {
 
@@ -20,7 +21,11 @@ TEST(Lab09Gpu, QuickRunObservationsOnTheGpu) {
   const auto& match = report.at("cuda_kernel_matches_sdpa");
   EXPECT_EQ(match.verdict, speedlabs::Verdict::holds) << match.measured.dump() << " " << match.reason;
   const auto& time = report.at("cuda_kernel_vs_sdpa_time");
-  EXPECT_EQ(time.verdict, speedlabs::Verdict::holds) << time.reason;
+  // Timed interleaved with SDPA's backends and reported: decided from its evidence, or 'could not decide'
+  // with the reason on a busy machine, never a verdict from noise.
+  EXPECT_TRUE(speedlabs::testing::timed_with_evidence(time));
+  EXPECT_NE(time.verdict, speedlabs::Verdict::fails) << time.reason;
+  EXPECT_NE(time.verdict, speedlabs::Verdict::not_applicable) << time.reason;
   EXPECT_GT(time.measured["kernel_ms"].get<double>(), 0.0);
 }
 
