@@ -7,8 +7,9 @@
   grade.py grade --ctest-verdicts JUNIT OUT_DIR LAB...   the same from CTest's verdicts alone (CI's check of the
                                                    reference solutions, from ./lab test's own JUnit)
 
-RUN_DIR is what ./lab check and ./lab grade leave: junit.xml (ctest --output-junit), token (this run's random
-token) and ends/<Suite.Test>, each test's own record written by the test main (tests/support/test_main.cpp):
+RUN_DIR is what ./lab check and ./lab grade leave: junit.xml (ctest --output-junit) and ends/<Suite.Test>,
+each test's own record written by the test main (tests/support/test_main.cpp) under the run's random token
+(given to grade.py in SPEEDLABS_GRADE_TOKEN, never in a file a test could read):
 "start TOKEN", then "end TOKEN passed|failed|skipped" once GoogleTest finished the test, or "signal TOKEN N".
 A test passes only when its record ends "passed" under this run's token AND its process exited 0: a test
 that stops early (std::exit(0) is exit code 0 to CTest), loops until its budget, or crashes never does,
@@ -102,7 +103,9 @@ def own_record(run, name):
     """What the test's own record (RUN_DIR/ends/<name>) says under this run's token: passed, failed,
     skipped, ("signal", N), "started" (it began and never ended) or None (it never began)."""
     path = Path(run) / "ends" / name.replace("/", "_")
-    token = (Path(run) / "token").read_text().strip()
+    token = os.environ.get("SPEEDLABS_GRADE_TOKEN", "")
+    if not token:
+        return None
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:

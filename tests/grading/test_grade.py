@@ -4,8 +4,8 @@ the tests' own records of their ends), and that it gives no point for any of the
 
   python3 tests/grading/test_grade.py REPO_ROOT
 
-Needs no build: each case writes the files a run of ./lab grade leaves (RUN_DIR/junit.xml, RUN_DIR/token,
-RUN_DIR/ends/<Suite.Test>) for lab 01's exercises, whose points.tsv gives sum_squares_eigen 3 points,
+Needs no build: each case writes the files a run of ./lab grade leaves (RUN_DIR/junit.xml,
+RUN_DIR/ends/<Suite.Test>, the token in SPEEDLABS_GRADE_TOKEN) for lab 01's exercises, whose points.tsv gives sum_squares_eigen 3 points,
 sum_squares_torch 3 and sum_squares_unrolled 10.
 """
 import importlib.util
@@ -41,7 +41,7 @@ class Run:
     def __init__(self, folder):
         self.dir = Path(folder)
         (self.dir / "ends").mkdir(parents=True)
-        (self.dir / "token").write_text(TOKEN + "\n")
+        os.environ["SPEEDLABS_GRADE_TOKEN"] = TOKEN
         self.cases = {}
         for exercise in EXERCISES:
             self.test(f"Lab01_{exercise}.Works", f"start {TOKEN}\nend {TOKEN} passed\n")
