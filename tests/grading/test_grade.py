@@ -25,7 +25,8 @@ spec.loader.exec_module(grade)
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 BUDGET = float(next(line.split("\t")[3] for line in (ROOT / "tests/lab01/points.tsv").read_text().splitlines()[1:]))
-EXERCISES = ("sum_squares_eigen", "sum_squares_torch", "sum_squares_unrolled")
+MAX = {"sum_squares_eigen": 3, "sum_squares_torch": 3, "sum_squares_unrolled": 10}
+EXERCISES = tuple(MAX)
 
 
 def case(name, status="run", time=0.01, output="[ RUN      ] x\n[       OK ] x\n", skipped=False):
@@ -74,6 +75,14 @@ class CannotBeFooled(unittest.TestCase):
     def tearDown(self):
         self.folder.cleanup()
 
+    def assert_scores_zero(self, exercise, record, text="", **junit):
+        """The exercise's one test ends as RECORD and JUNIT say: 0 points of its full max_score, TEXT said."""
+        self.run.test(f"Lab01_{exercise}.Works", record, **junit)
+        tests = self.run.grade()
+        self.assertEqual((tests[exercise]["score"], tests[exercise]["max_score"]), (0, MAX[exercise]))
+        self.assertIn(text, tests[exercise]["output"])
+        return tests
+
     def test_clean_run_earns_every_point(self):
         tests = self.run.grade()
         self.assertEqual({n: t["score"] for n, t in tests.items()},
@@ -81,25 +90,19 @@ class CannotBeFooled(unittest.TestCase):
 
     def test_exit_zero_inside_a_test_scores_zero(self):
         # std::exit(0) in the exercise: CTest sees exit code 0, a pass; the record never got its end.
-        self.run.test("Lab01_sum_squares_eigen.Works", f"start {TOKEN}\n", output="[ RUN      ] Lab01_sum_squares_eigen.Works\n")
-        tests = self.run.grade()
-        self.assertEqual(tests["sum_squares_eigen"]["score"], 0)
-        self.assertEqual(tests["sum_squares_eigen"]["max_score"], 3)
-        self.assertIn("ended before the test did", tests["sum_squares_eigen"]["output"])
+        tests = self.assert_scores_zero("sum_squares_eigen", f"start {TOKEN}\n", "ended before the test did",
+                                        output="[ RUN      ] Lab01_sum_squares_eigen.Works\n")
         self.assertEqual(tests["sum_squares_unrolled"]["score"], 10)
 
     def test_printed_skip_line_is_a_failure_not_a_skip(self):
         # The exercise prints "[  SKIPPED ]": CTest's old skip expression matched it; GoogleTest recorded a failure.
-        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\nend {TOKEN} failed\n", status="notrun",
-                      skipped=True, output="[  SKIPPED ]\nx.cpp:3: Failure\nExpected equality\n[  FAILED  ] x\n")
-        tests = self.run.grade()
-        self.assertEqual((tests["sum_squares_torch"]["score"], tests["sum_squares_torch"]["max_score"]), (0, 3))
+        self.assert_scores_zero("sum_squares_torch", f"start {TOKEN}\nend {TOKEN} failed\n", "Expected equality",
+                                status="notrun", skipped=True,
+                                output="[  SKIPPED ]\nx.cpp:3: Failure\nExpected equality\n[  FAILED  ] x\n")
 
     def test_skip_without_googletests_record_is_a_failure(self):
         # Exit code 77 (CTest's skip) from the code under test, with no "end ... skipped" record.
-        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\n", status="notrun", skipped=True)
-        tests = self.run.grade()
-        self.assertEqual((tests["sum_squares_torch"]["score"], tests["sum_squares_torch"]["max_score"]), (0, 3))
+        self.assert_scores_zero("sum_squares_torch", f"start {TOKEN}\n", status="notrun", skipped=True)
 
     def test_harness_skip_is_not_graded_here(self):
         self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\nend {TOKEN} skipped\n", status="notrun",
@@ -109,27 +112,20 @@ class CannotBeFooled(unittest.TestCase):
         self.assertIn("needs a CUDA GPU", tests["sum_squares_torch"]["output"])
 
     def test_loop_is_named_a_timeout(self):
-        self.run.test("Lab01_sum_squares_torch.Works", f"start {TOKEN}\n", status="fail", time=BUDGET + 0.01)
-        tests = self.run.grade()
-        self.assertEqual(tests["sum_squares_torch"]["score"], 0)
-        self.assertIn(f"timed out after {BUDGET:g} s", tests["sum_squares_torch"]["output"])
+        self.assert_scores_zero("sum_squares_torch", f"start {TOKEN}\n", f"timed out after {BUDGET:g} s",
+                                status="fail", time=BUDGET + 0.01)
 
     def test_crash_is_named_with_its_signal(self):
-        self.run.test("Lab01_sum_squares_unrolled.Works", f"start {TOKEN}\nsignal {TOKEN} 11\n", status="fail")
-        tests = self.run.grade()
-        self.assertEqual(tests["sum_squares_unrolled"]["score"], 0)
-        self.assertIn("crashed with signal SIGSEGV", tests["sum_squares_unrolled"]["output"])
+        self.assert_scores_zero("sum_squares_unrolled", f"start {TOKEN}\nsignal {TOKEN} 11\n",
+                                "crashed with signal SIGSEGV", status="fail")
 
     def test_record_under_another_token_counts_for_nothing(self):
         # An "end ... passed" written by anyone but this run's harness (the token is made per run).
-        self.run.test("Lab01_sum_squares_unrolled.Works", f"start {'f' * 32}\nend {'f' * 32} passed\n")
-        self.assertEqual(self.run.grade()["sum_squares_unrolled"]["score"], 0)
+        self.assert_scores_zero("sum_squares_unrolled", f"start {'f' * 32}\nend {'f' * 32} passed\n")
 
     def test_passed_test_whose_process_then_fails_scores_zero(self):
-        self.run.test("Lab01_sum_squares_unrolled.Works", f"start {TOKEN}\nend {TOKEN} passed\n", status="fail")
-        tests = self.run.grade()
-        self.assertEqual(tests["sum_squares_unrolled"]["score"], 0)
-        self.assertIn("its process then failed", tests["sum_squares_unrolled"]["output"])
+        self.assert_scores_zero("sum_squares_unrolled", f"start {TOKEN}\nend {TOKEN} passed\n",
+                                "its process then failed", status="fail")
 
     def test_a_lab_named_twice_is_graded_once(self):
         tests = self.run.grade(labs=("01", "01"))
