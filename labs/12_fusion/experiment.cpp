@@ -1,0 +1,445 @@
+#include "experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "chunked_head.h"
+#include "common/device.h"
+#include "common/errors.h"
+#include "common/format.h"
+#include "common/gpt.h"
+#include "common/host_memory.h"
+#include "common/memory.h"
+#include "common/plot.h"
+#include "common/process.h"
+#include "fused_gelu.h"
+#include "labs/07_profile/roofline.h"
+
+namespace lab12 {
+
+using speedlabs::fixed;
+
+Config quick_config() {
+  Config config;
+  config.model = "tiny";
+  config.batch = 8;
+  config.seq = 64;
+  config.chunk = 64;
+  config.repeats = 3;
+  return config;
+}
+
+int64_t extra_peak_bytes(const std::function<void()>& call, const c10::Device& device) {
+  if (device.is_cpu()) {
+    speedlabs::reset_host_memory_peak();
+    const int64_t before = speedlabs::host_memory_stats().peak_bytes;  // the live bytes, after the reset
+    call();
+    return speedlabs::host_memory_stats().peak_bytes - before;
+  }
+  speedlabs::synchronize(device);
+  speedlabs::reset_peak_memory(device);
+  const int64_t before = speedlabs::peak_memory_bytes(device).value_or(0);
+  call();
+  speedlabs::synchronize(device);
+  return speedlabs::peak_memory_bytes(device).value_or(0) - before;
+}
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// 1e-05 for 1e-5: a tolerance as printed in the claims.
+std::string sci(double value, int digits) {
+  std::ostringstream out;
+  out << std::scientific << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// A head's inputs: final hidden states, the (V, C) weight and the next tokens, seeded.
+struct HeadInputs {
+  torch::Tensor hidden, weight, targets;
+};
+
+HeadInputs head_inputs(const speedlabs::gpt::GPTConfig& model, int64_t rows, const Config& config,
+                       const c10::Device& device, torch::ScalarType dtype) {
+  torch::manual_seed(config.seed + static_cast<uint64_t>(rows));
+  const auto options = torch::TensorOptions().device(device);
+  // Hidden states of a LayerNorm's scale and a weight of GPT-2's initialisation: logits of a few units.
+  return {torch::randn({rows, model.n_embd}, options).to(dtype),
+          (torch::randn({model.vocab_size, model.n_embd}, options) * 0.02 * std::sqrt(model.n_embd / 64.0)).to(dtype),
+          torch::randint(model.vocab_size, {rows}, options.dtype(torch::kLong))};
+}
+
+// One forward and backward of a head; the loss and the two gradients.
+using Head = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
+
+torch::autograd::variable_list forward_backward(const Head& head, const HeadInputs& in) {
+  const auto hidden = in.hidden.detach().requires_grad_();
+  const auto weight = in.weight.detach().requires_grad_();
+  auto loss = head(hidden, weight, in.targets);
+  auto grads = torch::autograd::grad({loss}, {hidden, weight});
+  return {loss.detach(), grads[0], grads[1]};
+}
+
+double relative_max_error(const torch::Tensor& actual, const torch::Tensor& expected) {
+  const auto a = actual.to(torch::kDouble), e = expected.to(torch::kDouble);
+  return ((a - e).abs().max() / e.abs().max()).item<double>();
+}
+
+Head chunked_head(int64_t chunk) {
+  return [chunk](const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& t) {
+    return chunked_cross_entropy(h, w, t, chunk);
+  };
+}
+
+const Head plain_head = [](const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& t) {
+  return plain_cross_entropy(h, w, t);
+};
+
+Parity parity(const speedlabs::gpt::GPTConfig& model, int64_t rows, const Config& config, const c10::Device& device,
+              torch::ScalarType dtype) {
+  const auto in = head_inputs(model, rows, config, device, dtype);
+  const auto plain = forward_backward(plain_head, in);
+  const auto chunked = forward_backward(chunked_head(config.chunk), in);
+  Parity p;
+  p.dtype = dtype == torch::kFloat ? "float32" : "bfloat16";
+  p.plain_loss = plain[0].item<double>();
+  p.chunked_loss = chunked[0].item<double>();
+  p.hidden_grad_error = relative_max_error(chunked[1], plain[1]);
+  p.weight_grad_error = relative_max_error(chunked[2], plain[2]);
+  return p;
+}
+
+speedlabs::TimingOptions timing_options(const Config& config) {
+  speedlabs::TimingOptions options;
+  options.warmup = config.warmup;
+  options.repeats = config.repeats;
+  options.max_repeats = 3 * config.repeats;
+  options.budget_s = 10.0;
+  return options;
+}
+
+// The final hidden states of lab 05's GPT-2: its forward up to ln_f, without the head.
+torch::Tensor final_hidden(speedlabs::gpt::GPT& model, const torch::Tensor& idx) {
+  const auto positions = torch::arange(idx.size(1), idx.options());
+  auto x = model->wte->forward(idx) + model->wpe->forward(positions);
+  for (const auto& block : *model->h) x = block->as<speedlabs::gpt::Block>()->forward(x);
+  return model->ln_f->forward(x);
+}
+
+// A few float32 AdamW steps of GPT-2 on seeded random tokens, with the plain head (GPT::forward's loss) or the
+// chunked one on the same final hidden states and the same tied weight. The losses per step, and the largest
+// extra peak of a step after the first (whose AdamW state is made then).
+std::pair<std::vector<double>, int64_t> train_gpt(bool chunked, const Config& config, const c10::Device& device) {
+  torch::manual_seed(config.seed);
+  speedlabs::gpt::GPT model(speedlabs::gpt::GPTConfig::by_name(config.model));
+  model->to(device);
+  auto optimizer = speedlabs::gpt::make_adamw(model, 1e-3);
+  const int64_t vocab = model->config().vocab_size;
+  std::vector<double> losses;
+  int64_t peak = 0;
+  for (int step = 0; step < config.gpt_steps; ++step) {
+    torch::manual_seed(config.seed + 1000 + static_cast<uint64_t>(step));
+    const auto x = torch::randint(vocab, {config.batch, config.seq}, torch::TensorOptions(device).dtype(torch::kLong));
+    const auto y = torch::randint(vocab, {config.batch, config.seq}, x.options());
+    torch::Tensor loss;
+    const int64_t bytes = extra_peak_bytes(
+        [&] {
+          loss = chunked ? chunked_cross_entropy(final_hidden(model, x), model->wte->weight, y, config.chunk)
+                         : model->forward(x, y).loss;
+          loss.backward();
+          optimizer.step();
+          optimizer.zero_grad();
+        },
+        device);
+    losses.push_back(loss.item<double>());
+    if (step > 0) peak = std::max(peak, bytes);
+  }
+  return {losses, peak};
+}
+
+std::string mib(int64_t bytes) { return fixed(static_cast<double>(bytes) / kMiB, 1); }
+
+void print_tables(const Results& r, const Config& config) {
+  std::cout << "\n  loss and gradients, plain vs chunked (chunks of " << config.chunk << " rows)\n"
+            << "  dtype      plain loss   chunked loss   d hidden error   d weight error\n";
+  for (const auto& p : r.parity) {
+    std::cout << "  " << std::left << std::setw(9) << p.dtype << std::right << std::setw(12) << fixed(p.plain_loss, 6)
+              << std::setw(15) << fixed(p.chunked_loss, 6) << std::setw(17) << std::scientific << std::setprecision(2)
+              << p.hidden_grad_error << std::setw(17) << p.weight_grad_error << std::defaultfloat << "\n";
+  }
+  std::cout << "\n  extra peak of one forward + backward of the head (MiB)\n"
+            << "   B x T   logits (B x T x V)     plain   chunked\n";
+  for (const auto& peak : r.peaks) {
+    std::cout << std::setw(8) << peak.rows << std::setw(21) << mib(peak.logits_bytes) << std::setw(10)
+              << mib(peak.plain_bytes) << std::setw(10) << mib(peak.chunked_bytes) << "\n";
+  }
+  std::cout << "\n  GPT-2 (" << config.model << ") training, loss per step: plain head";
+  for (double loss : r.plain_gpt_losses) std::cout << " " << fixed(loss, 5);
+  std::cout << "; chunked head";
+  for (double loss : r.chunked_gpt_losses) std::cout << " " << fixed(loss, 5);
+  std::cout << "\n  steady step's extra peak: plain " << mib(r.plain_gpt_peak) << " MiB, chunked "
+            << mib(r.chunked_gpt_peak) << " MiB\n\n";
+}
+
+// Observations of the chunked head.
+void observe_head(const Config& config, const Results& r, const speedlabs::gpt::GPTConfig& model,
+                  speedlabs::Report& report) {
+  const std::string where = "B x T = " + std::to_string(r.peaks.front().rows) + ", C = " +
+                            std::to_string(model.n_embd) + ", V = " + std::to_string(model.vocab_size) +
+                            ", chunks of " + std::to_string(config.chunk);
+  nlohmann::json losses = nlohmann::json::object(), grads = nlohmann::json::object();
+  bool losses_hold = true, grads_hold = true;
+  for (const auto& p : r.parity) {
+    const bool f32 = p.dtype == "float32";
+    const double loss_error = std::abs(p.chunked_loss - p.plain_loss) / std::abs(p.plain_loss);
+    losses[p.dtype] = {{"plain", p.plain_loss}, {"chunked", p.chunked_loss}, {"relative_error", loss_error}};
+    grads[p.dtype] = {{"hidden", p.hidden_grad_error}, {"weight", p.weight_grad_error}};
+    losses_hold = losses_hold && loss_error <= (f32 ? kLossRtolFloat : kLossRtolBf16);
+    const double grad_limit = f32 ? kGradRtolFloat : kGradRtolBf16;
+    grads_hold = grads_hold && p.hidden_grad_error <= grad_limit && p.weight_grad_error <= grad_limit;
+  }
+  report.check("chunked_loss_matches",
+               "the chunked head's loss equals libtorch's linear + cross_entropy at " + where, losses,
+               "relative error <= " + sci(kLossRtolFloat, 0) + " in float32, <= " +
+                   sci(kLossRtolBf16, 0) + " in bfloat16",
+               losses_hold);
+  report.check("chunked_grads_match",
+               "the chunked backward's gradients of the hidden states and of the weight equal autograd's through "
+               "libtorch's linear + cross_entropy at " + where,
+               grads,
+               "max |difference| / max |plain| <= " + sci(kGradRtolFloat, 0) + " in float32, <= " +
+                   sci(kGradRtolBf16, 0) + " in bfloat16",
+               grads_hold);
+
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const auto& p : r.peaks) {
+    sizes.push_back({{"rows", p.rows},
+                     {"logits_MiB", static_cast<double>(p.logits_bytes) / kMiB},
+                     {"plain_MiB", static_cast<double>(p.plain_bytes) / kMiB},
+                     {"chunked_MiB", static_cast<double>(p.chunked_bytes) / kMiB}});
+  }
+  const auto& largest = r.peaks.back();
+  const double share = static_cast<double>(largest.chunked_bytes) / static_cast<double>(std::max<int64_t>(largest.plain_bytes, 1));
+  report.check("peak_memory_vs_plain",
+               "extra peak memory of one forward + backward: the plain head's grows with B x T x V, the chunked "
+               "one's with chunk x V; at the largest B x T (" + std::to_string(largest.rows) +
+                   ") the chunked one's is at most a quarter of the plain one's",
+               {{"sizes", sizes}, {"share_at_largest", share}},
+               "chunked / plain <= " + fixed(kPeakShareLimit, 2) + " at the largest B x T", share <= kPeakShareLimit);
+
+  const speedlabs::Summary ratio = r.head_timing.ratio(1, 0);
+  const double plain_ms = r.head_timing.sides[0].median_ms, chunked_ms = r.head_timing.sides[1].median_ms;
+  speedlabs::Evidence evidence;
+  evidence.value = ratio;
+  evidence.contention = r.head_timing.contention;
+  // The chunked head does the plain one's three matmuls and one more (the logits again in the backward): at
+  // most 4/3 the arithmetic of a pass that makes the same calls. A ratio far outside (0.5, 3) is a failed
+  // measurement, not a result.
+  evidence.bounds = {{"chunked / plain time within a round (median)", ratio.median, 0.5, 3.0},
+                     {"plain median ms", plain_ms, 1e-6, 1e9},
+                     {"chunked median ms", chunked_ms, 1e-6, 1e9}};
+  report.decide("time_vs_plain",
+                "time of one forward + backward of the chunked head over the plain one at B x T = " +
+                    std::to_string(largest.rows) + ", interleaved",
+                {{"rows", largest.rows}, {"plain_ms", plain_ms}, {"chunked_ms", chunked_ms}, {"ratio", ratio.median},
+                 {"ratio_q1", ratio.q1}, {"ratio_q3", ratio.q3}, {"rounds", ratio.count}},
+                "reported; the goal is at most " + fixed(kTimeGoal, 1) + "x", evidence,
+                [](double x) { return x <= kTimeGoal; }, /*must_hold=*/false);
+
+  double worst = 0;
+  for (size_t i = 0; i < r.plain_gpt_losses.size(); ++i) {
+    worst = std::max(worst, std::abs(r.plain_gpt_losses[i] - r.chunked_gpt_losses[i]));
+  }
+  const int64_t logits_bytes = config.batch * config.seq * model.vocab_size * 4;
+  const int64_t saved = r.plain_gpt_peak - r.chunked_gpt_peak;
+  report.check("gpt_step_with_chunked_head",
+               "lab 05's GPT-2 (" + config.model + ", float32, AdamW) trained " + std::to_string(config.gpt_steps) +
+                   " steps at B = " + std::to_string(config.batch) + ", T = " + std::to_string(config.seq) +
+                   " with the chunked head gives the plain head's losses, with a steady step's peak lower by at "
+                   "least the logits' size",
+               {{"plain_losses", r.plain_gpt_losses},
+                {"chunked_losses", r.chunked_gpt_losses},
+                {"max_loss_difference", worst},
+                {"plain_peak_MiB", static_cast<double>(r.plain_gpt_peak) / kMiB},
+                {"chunked_peak_MiB", static_cast<double>(r.chunked_gpt_peak) / kMiB},
+                {"logits_MiB", static_cast<double>(logits_bytes) / kMiB}},
+               "|loss difference| <= " + sci(kGptLossAtol, 0) +
+                   " per step; plain peak - chunked peak >= B x T x V x 4 bytes",
+               worst <= kGptLossAtol && saved >= logits_bytes);
+}
+
+// Observations of the fused op.
+void observe_fused(const Config& config, const Results& r, const c10::Device& device, speedlabs::Report& report) {
+  const std::string shape = "(" + std::to_string(config.fused_rows) + ", " + std::to_string(config.fused_cols) + ")";
+  const std::string how = device.is_cpu() ? "one Eigen expression per row (CPU)" : "the CUDA kernel";
+  report.check("fused_matches_unfused",
+               "bias + GELU(tanh) fused by hand (" + how + ") equals libtorch's gelu(x + bias) on " + shape,
+               {{"max_abs_error", r.fused_max_error}}, "max |difference| <= " + sci(kFusedAtol, 0),
+               r.fused_max_error <= kFusedAtol);
+
+  const double fused = fused_bytes(config.fused_rows, config.fused_cols);
+  const double unfused = unfused_bytes(config.fused_rows, config.fused_cols);
+  const double elements = static_cast<double>(config.fused_rows) * static_cast<double>(config.fused_cols);
+  report.check("fused_bytes_moved",
+               "bytes each version must move on " + shape + " float32, from the shapes: fused reads x and writes "
+               "the output; unfused also writes x + bias and reads it back",
+               {{"fused_MiB", fused / kMiB}, {"unfused_MiB", unfused / kMiB}, {"ratio", fused / unfused},
+                {"fused_flop_per_byte", kBiasGeluFlops * elements / fused}},
+               "reported (half the bytes)", true, /*must_hold=*/false);
+
+  const auto& t = r.fused_timing;
+  const double roof = r.memory_roof;
+  const auto share_of_roof = [&](size_t side, double bytes) {
+    return t.per_round([=](const std::vector<double>& ms) { return bytes / (ms[side] / 1e3) / roof; });
+  };
+  const speedlabs::Summary fused_share = share_of_roof(1, fused), unfused_share = share_of_roof(0, unfused);
+  const speedlabs::Summary ratio = t.ratio(1, 0);
+  speedlabs::Evidence evidence;
+  evidence.value = ratio;
+  evidence.contention = t.contention;
+  evidence.bounds = {{"fused bytes/s over the memory roof (median round)", fused_share.median, 0, 1 + kRoofTolerance},
+                     {"unfused bytes/s over the memory roof (median round)", unfused_share.median, 0,
+                      1 + kRoofTolerance},
+                     {"memory roof GB/s", roof / 1e9, 1e-3, 1e5},
+                     {"bytes moved", fused, 1, 1e15}};
+  report.decide("fused_vs_unfused_time",
+                "time of the fused bias + GELU over libtorch's unfused chain on " + shape +
+                    ", interleaved, each placed on lab 07's memory roof of this machine",
+                {{"unfused_ms", t.sides[0].median_ms},
+                 {"fused_ms", t.sides[1].median_ms},
+                 {"ratio", ratio.median},
+                 {"memory_roof_GBps", roof / 1e9},
+                 {"fused_GBps", fused / (t.sides[1].median_ms / 1e3) / 1e9},
+                 {"unfused_GBps", unfused / (t.sides[0].median_ms / 1e3) / 1e9},
+                 {"fused_share_of_roof", fused_share.median},
+                 {"unfused_share_of_roof", unfused_share.median},
+                 {"rounds", ratio.count}},
+                "reported; expected below 1 (half the bytes)", evidence, [](double x) { return x < 1.0; },
+                /*must_hold=*/false);
+}
+
+// Gnuplot's datablock: B x T, then the plain and the chunked extra peak in MiB.
+std::string plot_data(const Results& results) {
+  std::ostringstream data;
+  data << "$data << EOD\n";
+  for (const auto& p : results.peaks) {
+    data << p.rows << " " << static_cast<double>(p.plain_bytes) / kMiB << " "
+         << static_cast<double>(p.chunked_bytes) / kMiB << "\n";
+  }
+  data << "EOD\n";
+  return data.str();
+}
+
+}  // namespace
+
+bool write_plot(const Results& results, const Config& config, const std::string& directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  const std::string path = (std::filesystem::path(directory) / "lab12_peak_memory.svg").string();
+  const std::string title = "LM head + cross-entropy, forward + backward, " + config.model + " (V = 50257), chunks of " +
+                            std::to_string(config.chunk);
+  // The script comes on stdin; the output path and the title travel as ARG1 and ARG2, data, never script text.
+  const std::string script = plot_data(results) + R"gnuplot(
+set terminal svg size 720,420 dynamic font "sans,12" background "white"
+set output ARG1
+set title ARG2
+set logscale xy 2
+set xlabel "B x T (tokens)"
+set ylabel "extra peak memory (MiB)"
+set key top left
+set grid
+plot $data using 1:2 with linespoints lw 2 title "plain (logits written out)", \
+     $data using 1:3 with linespoints lw 2 title "chunked"
+)gnuplot";
+  if (const std::string failure = speedlabs::run_gnuplot("", script, {path, title}); !failure.empty()) {
+    std::cerr << "lab12: no plot: " << failure << "\n";
+    return false;
+  }
+  std::cout << "plot written to " << path << "\n";
+  return true;
+}
+
+Results run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  if (!device.is_cpu() && !device.is_cuda()) throw speedlabs::UsageError("lab12: runs on the CPU or a CUDA GPU");
+  speedlabs::install_stop_handlers();
+  speedlabs::install_host_memory_counter();  // before any tensor: only counted storage can be measured
+  const auto model = speedlabs::gpt::GPTConfig::by_name(config.model);
+  if (config.seq > model.block_size) {
+    throw speedlabs::UsageError("lab12: --seq " + std::to_string(config.seq) + " is longer than the " + config.model +
+                                " model's block of " + std::to_string(model.block_size));
+  }
+  Results r;
+  std::vector<int64_t> batches{std::max<int64_t>(1, config.batch / 4), std::max<int64_t>(1, config.batch / 2),
+                               config.batch};
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  std::cout << "the LM head of " << config.model << " (C = " << model.n_embd << ", V = " << model.vocab_size
+            << ") with its cross-entropy, plain and in chunks of " << config.chunk << " rows, on "
+            << speedlabs::describe(device) << "; B x T = ";
+  for (const int64_t b : batches) std::cout << b * config.seq << " ";
+  std::cout << "\n";
+
+  const int64_t smallest = batches.front() * config.seq;
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) r.parity.push_back(parity(model, smallest, config, device, dtype));
+  for (const int64_t b : batches) {
+    speedlabs::stop_if_asked("during the memory measurements");
+    HeadPeak peak;
+    peak.rows = b * config.seq;
+    peak.logits_bytes = peak.rows * model.vocab_size * 4;
+    const auto in = head_inputs(model, peak.rows, config, device, torch::kFloat);
+    peak.plain_bytes = extra_peak_bytes([&] { forward_backward(plain_head, in); }, device);
+    peak.chunked_bytes = extra_peak_bytes([&] { forward_backward(chunked_head(config.chunk), in); }, device);
+    r.peaks.push_back(peak);
+  }
+  {
+    const auto in = head_inputs(model, r.peaks.back().rows, config, device, torch::kFloat);
+    const Head chunked = chunked_head(config.chunk);
+    r.head_timing = speedlabs::time_interleaved(
+        {[&] { speedlabs::stop_if_asked("during the timing"); forward_backward(plain_head, in); },
+         [&] { speedlabs::stop_if_asked("during the timing"); forward_backward(chunked, in); }},
+        device, timing_options(config));
+  }
+  std::tie(r.plain_gpt_losses, r.plain_gpt_peak) = train_gpt(false, config, device);
+  std::tie(r.chunked_gpt_losses, r.chunked_gpt_peak) = train_gpt(true, config, device);
+  print_tables(r, config);
+  observe_head(config, r, model, report);
+
+  // The fused op, on the lab's device: Eigen on the CPU, the CUDA kernel on a GPU.
+  const std::string fused_claim = "bias + GELU(tanh) fused by hand";
+  if (device.is_cuda() && !fused_kernel_built()) {
+    const std::string why = "the CUDA kernel was not built here (no nvcc at configure time)";
+    report.not_applicable("fused_matches_unfused", fused_claim + " equals libtorch's unfused chain", "max |difference| <= 1e-5", why);
+    report.not_applicable("fused_bytes_moved", fused_claim + ": bytes moved", "reported", why, false);
+    report.not_applicable("fused_vs_unfused_time", fused_claim + ": time over the unfused chain", "reported", why, false);
+  } else {
+    // Lab 07's roofline of this device: its memory roof (the best round of a copy and a triad far beyond the caches).
+    speedlabs::TimingOptions roof_timing;
+    roof_timing.warmup = 1;
+    roof_timing.repeats = 3;
+    const bool cpu = device.is_cpu();
+    const auto roofline = lab07::measure_roofline(speedlabs::gpt::GPTConfig::tiny(), 1, 32, device, cpu ? 512 : 4096,
+                                                  cpu ? 64 : 1024, roof_timing);
+    r.memory_roof = roofline.peaks.bandwidth();
+    torch::manual_seed(config.seed);
+    const auto options = torch::TensorOptions().device(device);
+    const auto x = torch::randn({config.fused_rows, config.fused_cols}, options);
+    const auto bias = torch::randn({config.fused_cols}, options);
+    r.fused_max_error = (fused_bias_gelu(x, bias) - unfused_bias_gelu(x, bias)).abs().max().item<double>();
+    auto out = torch::empty_like(x), biased = torch::empty_like(x);
+    r.fused_timing = speedlabs::time_interleaved({[&] { unfused_bias_gelu_out(x, bias, biased, out); },
+                                                  [&] { fused_bias_gelu_out(x, bias, out); }},
+                                                 device, timing_options(config));
+    std::cout << "  bias + GELU on (" << config.fused_rows << ", " << config.fused_cols << "): unfused "
+              << fixed(r.fused_timing.sides[0].median_ms, 2) << " ms, fused " << fixed(r.fused_timing.sides[1].median_ms, 2)
+              << " ms; memory roof (lab 07) " << fixed(r.memory_roof / 1e9, 1) << " GB/s\n\n";
+    observe_fused(config, r, device, report);
+  }
+  if (!config.plots_dir.empty()) write_plot(r, config, config.plots_dir);
+  return r;
+}
+
+}  // namespace lab12
