@@ -11,6 +11,7 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/predictions.h"
 
 namespace speedlabs {
 
@@ -67,6 +68,7 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
   std::cout << "lab " << info.folder << " on " << report.device() << (flags.quick ? " (quick)" : "") << "\n";
   run(LabContext{device, flags}, report);
   report.print_table(std::cout);
+  print_predictions(std::cout, read_predictions(predictions_path(info.folder)), report);
   if (json_to_stdout) {
     std::cout << report.to_json().dump(2) << "\n";
   } else if (!flags.json_path.empty()) {

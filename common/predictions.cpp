@@ -1,0 +1,288 @@
+#include "common/predictions.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+
+#include "common/format.h"
+
+// Debian's toml++ 3.3 installs <toml++/toml.h>; upstream's single header is <toml++/toml.hpp>.
+#if __has_include(<toml++/toml.h>)
+#include <toml++/toml.h>
+#else
+#include <toml++/toml.hpp>
+#endif
+
+#ifndef SPEEDLABS_SOURCE_DIR
+#define SPEEDLABS_SOURCE_DIR "."
+#endif
+
+namespace speedlabs {
+namespace {
+
+const char* const kToleranceKeys[] = {"relative", "absolute", "factor", "side_of"};
+
+std::string at_line(const std::string& path, int line) { return path + ":" + std::to_string(line) + ": "; }
+
+std::string text_of(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number()) {
+    std::ostringstream s;
+    s << std::setprecision(4) << value.get<double>();
+    return s.str();
+  }
+  return value.dump();
+}
+
+// A number from a measured or predicted value: JSON numbers, and "inf", "-inf", "nan" as the labs write them.
+std::optional<double> number_of(const nlohmann::json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (value.is_string()) {
+    std::string s = value.get<std::string>();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (s == "inf" || s == "+inf" || s == "infinity") return INFINITY;
+    if (s == "-inf" || s == "-infinity") return -INFINITY;
+    if (s == "nan") return NAN;
+  }
+  return std::nullopt;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string share(double x) {
+  std::ostringstream s;
+  s << std::setprecision(2) << 100 * x << "%";
+  return s.str();
+}
+
+std::string times(double x) {
+  std::ostringstream s;
+  s << std::setprecision(2) << std::fixed << x << "x";
+  return s.str();
+}
+
+Prediction read_question(const toml::table& q, const std::string& path, int line) {
+  Prediction p;
+  p.line = line;
+  for (const auto& [key, node] : q) {
+    const std::string k(key.str());
+    const bool known = k == "id" || k == "field" || k == "question" || k == "unit" || k == "why" || k == "answer" ||
+                       std::find(std::begin(kToleranceKeys), std::end(kToleranceKeys), k) != std::end(kToleranceKeys);
+    if (!known) {
+      throw std::runtime_error(at_line(path, static_cast<int>(node.source().begin.line)) + "unknown key '" + k +
+                               "' (a question has id, field, question, unit, answer, why and one tolerance: "
+                               "relative, absolute, factor or side_of)");
+    }
+  }
+  auto text = [&](const char* key, bool required) {
+    const auto* node = q.get(key);
+    if (node == nullptr) {
+      if (required) throw std::runtime_error(at_line(path, line) + "the question has no '" + key + "'");
+      return std::string();
+    }
+    if (!node->is_string()) {
+      throw std::runtime_error(at_line(path, static_cast<int>(node->source().begin.line)) + "'" + key +
+                               "' must be a string in quotes");
+    }
+    return std::string(**node->as_string());
+  };
+  p.id = text("id", true);
+  p.field = text("field", false);
+  p.question = text("question", true);
+  p.unit = text("unit", true);
+  p.why = text("why", false);
+  const auto* answer = q.get("answer");
+  if (answer == nullptr) throw std::runtime_error(at_line(path, line) + "the question has no 'answer' (answer = \"\" while blank)");
+  const int answer_line = static_cast<int>(answer->source().begin.line);
+  if (answer->is_string()) {
+    const std::string s(**answer->as_string());
+    if (!s.empty()) p.answer = s;
+  } else if (answer->is_integer()) {
+    p.answer = static_cast<double>(**answer->as_integer());
+  } else if (answer->is_floating_point()) {
+    p.answer = **answer->as_floating_point();
+  } else if (answer->is_boolean()) {
+    p.answer = **answer->as_boolean();
+  } else {
+    throw std::runtime_error(at_line(path, answer_line) + "'answer' must be a number, a string or true/false");
+  }
+  int tolerances = 0;
+  for (size_t k = 0; k < std::size(kToleranceKeys); ++k) {
+    const auto* node = q.get(kToleranceKeys[k]);
+    if (node == nullptr) continue;
+    ++tolerances;
+    const auto value = node->value<double>();
+    if (!value || !std::isfinite(*value) || (k != 3 && *value < 0) || (k == 2 && *value < 1)) {
+      throw std::runtime_error(at_line(path, static_cast<int>(node->source().begin.line)) + "'" +
+                               kToleranceKeys[k] + "' must be a finite number" +
+                               (k == 2 ? " of at least 1" : k != 3 ? " of at least 0" : ""));
+    }
+    p.tolerance = {static_cast<Tolerance::Kind>(k + 1), *value};
+  }
+  if (tolerances > 1) {
+    throw std::runtime_error(at_line(path, line) + "give one tolerance (relative, absolute, factor or side_of), not " +
+                             std::to_string(tolerances));
+  }
+  return p;
+}
+
+}  // namespace
+
+PredictionFile read_predictions(const std::string& path) {
+  PredictionFile file;
+  file.path = path;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) return file;
+  try {
+    const toml::table table = toml::parse_file(path);
+    for (const auto& [key, node] : table) {
+      if (key.str() != "question") {
+        throw std::runtime_error(at_line(path, static_cast<int>(node.source().begin.line)) + "unknown key '" +
+                                 std::string(key.str()) + "' (the file holds [[question]] tables)");
+      }
+    }
+    const auto* questions = table.get("question");
+    if (questions == nullptr) return file;
+    if (!questions->is_array_of_tables()) {
+      throw std::runtime_error(at_line(path, static_cast<int>(questions->source().begin.line)) +
+                               "'question' must be [[question]] tables");
+    }
+    for (const auto& node : *questions->as_array()) {
+      file.questions.push_back(read_question(*node.as_table(), path, static_cast<int>(node.source().begin.line)));
+    }
+  } catch (const toml::parse_error& e) {
+    file.questions.clear();
+    file.error = at_line(path, static_cast<int>(e.source().begin.line)) + std::string(e.description());
+  } catch (const std::runtime_error& e) {
+    file.questions.clear();
+    file.error = e.what();
+  }
+  return file;
+}
+
+std::string predictions_path(const std::string& folder) {
+  if (const char* given = std::getenv("SPEEDLABS_PREDICTIONS"); given != nullptr && *given != '\0') return given;
+  return std::string(SPEEDLABS_SOURCE_DIR) + "/labs/" + folder + "/predictions.toml";
+}
+
+nlohmann::json measured_field(const nlohmann::json& measured, const std::string& field) {
+  const nlohmann::json* value = &measured;
+  std::stringstream keys(field);
+  std::string key;
+  while (std::getline(keys, key, '.')) {
+    if (key.empty()) continue;
+    if (value->is_object() && value->contains(key)) {
+      value = &(*value)[key];
+    } else if (value->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
+               std::stoul(key) < value->size()) {
+      value = &(*value)[std::stoul(key)];
+    } else {
+      return nullptr;
+    }
+  }
+  return *value;
+}
+
+Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& measured, const Tolerance& tolerance) {
+  Comparison c;
+  c.measured = measured;
+  if (answer.is_null()) return c;
+  if (measured.is_null() || measured.is_object() || measured.is_array()) {
+    c.status = Comparison::Status::unmeasured;
+    c.detail = "no single measured value to compare with";
+    return c;
+  }
+  const auto a = number_of(answer), m = number_of(measured);
+  auto verdict = [&](bool close, std::string detail) {
+    c.status = close ? Comparison::Status::close : Comparison::Status::off;
+    c.detail = std::move(detail);
+    return c;
+  };
+  if (tolerance.kind == Tolerance::Kind::exact || !a || !m) {
+    if (answer.is_boolean() || measured.is_boolean()) {
+      return verdict(answer == measured, answer == measured ? "exact" : "measured " + text_of(measured));
+    }
+    if (a && m) {
+      const bool same = *a == *m || (std::isnan(*a) && std::isnan(*m));
+      return verdict(same, same ? "exact" : "off by " + text_of(std::abs(*a - *m)));
+    }
+    const bool same = lower(text_of(answer)) == lower(text_of(measured));
+    return verdict(same, same ? "exact" : "measured " + text_of(measured));
+  }
+  if (*a == *m) return verdict(true, "exact");
+  const double gap = std::abs(*a - *m);
+  switch (tolerance.kind) {
+    case Tolerance::Kind::relative: {
+      const double off = *m == 0 ? INFINITY : gap / std::abs(*m);
+      return verdict(off <= tolerance.value, (off <= tolerance.value ? "within " : "off by ") + share(off) +
+                                                 " (tolerance " + share(tolerance.value) + ")");
+    }
+    case Tolerance::Kind::absolute:
+      return verdict(gap <= tolerance.value,
+                     (gap <= tolerance.value ? "within " : "off by ") + text_of(gap) + " (tolerance " + text_of(tolerance.value) + ")");
+    case Tolerance::Kind::factor: {
+      const double ratio = (*a > 0 && *m > 0) ? std::max(*a / *m, *m / *a) : INFINITY;
+      return verdict(ratio <= tolerance.value, (ratio <= tolerance.value ? "within " : "off by ") + times(ratio) +
+                                                   " (tolerance " + times(tolerance.value) + ")");
+    }
+    case Tolerance::Kind::side_of: {
+      const bool same = (*a > tolerance.value) == (*m > tolerance.value);
+      return verdict(same, std::string(same ? "same" : "other") + " side of " + text_of(tolerance.value));
+    }
+    case Tolerance::Kind::exact: break;
+  }
+  return c;
+}
+
+Comparison compare_prediction(const Prediction& p, const Report& report) {
+  if (p.answer.is_null()) return {};
+  if (!report.has(p.id)) {
+    return {Comparison::Status::unmeasured, nullptr, "this run has no observation " + p.id};
+  }
+  const auto& o = report.at(p.id);
+  if (o.verdict == Verdict::not_applicable) return {Comparison::Status::unmeasured, nullptr, "not measured here: " + o.reason};
+  const auto value = measured_field(o.measured, p.field);
+  if (value.is_null()) return {Comparison::Status::unmeasured, nullptr, p.id + " has no field '" + p.field + "'"};
+  return compare_values(p.answer, value, p.tolerance);
+}
+
+void print_predictions(std::ostream& out, const PredictionFile& file, const Report& report) {
+  if (!file.error.empty()) {
+    out << "\nYour predictions could not be read: " << file.error << "\n";
+    return;
+  }
+  if (file.questions.empty()) return;
+  int blank = 0;
+  out << "\nYour predictions (" << file.path << ")\n";
+  out << std::left << std::setw(48) << "id.field" << std::setw(20) << "your prediction" << std::setw(20) << "measured"
+      << "\n"
+      << std::string(125, '-') << "\n";
+  for (const auto& p : file.questions) {
+    const auto c = compare_prediction(p, report);
+    const std::string name = p.id + (p.field.empty() ? "" : "." + p.field);
+    if (c.status == Comparison::Status::blank) {
+      ++blank;
+      continue;
+    }
+    const char* mark = c.status == Comparison::Status::close ? "close" : c.status == Comparison::Status::off ? "OFF" : "-";
+    out << std::left << std::setw(48) << name << std::setw(20) << (text_of(p.answer) + " " + p.unit).substr(0, 19)
+        << std::setw(20) << (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19)
+        << mark << ": " << c.detail << "\n";
+  }
+  if (blank > 0) {
+    out << blank << " of " << file.questions.size() << " questions not answered yet: write your answers in "
+        << file.path << " before you run the lab\n";
+  }
+}
+
+}  // namespace speedlabs

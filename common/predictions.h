@@ -1,0 +1,74 @@
+/// @file predictions.h
+/// @brief A student's predictions (labs/NN_topic/predictions.toml) beside what the run measured.
+///
+/// Each lab asks a few questions whose answers it measures: per question the observation id and the field
+/// of its `measured` value, the question in words, the unit, the student's answer (empty until they fill it)
+/// and how close counts as right (the tolerance). The lab's table (Report::print_table's caller, run_lab)
+/// shows each filled answer beside the measurement, marked close or off and by how much. scripts/predictions.py
+/// applies the same rules for ./lab check and ./lab grade.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/observations.h"
+
+namespace speedlabs {
+
+/// How close an answer must be to count. Exactly one kind per question.
+struct Tolerance {
+  enum class Kind { exact, relative, absolute, factor, side_of };
+  Kind kind = Kind::exact;
+  double value = 0;  ///< relative: a share of the measurement; absolute: in the unit; factor: x; side_of: the pivot
+};
+
+/// One question of a lab's predictions.toml.
+struct Prediction {
+  std::string id;        ///< the observation it predicts
+  std::string field;     ///< a path inside its `measured` ("" for the value itself; "a.b", "list.0")
+  std::string question;  ///< the question in words
+  std::string unit;      ///< the answer's unit
+  std::string why;       ///< an optional one-line hint
+  nlohmann::json answer; ///< the student's answer: null while blank; a number, a string or a bool
+  Tolerance tolerance;
+  int line = 0;          ///< where the question starts in the file
+};
+
+/// A predictions file, read.
+struct PredictionFile {
+  std::string path;
+  std::vector<Prediction> questions;
+  std::string error;  ///< "" when the file read well; else what is wrong and on which line
+};
+
+/// Reads @p path with toml++. A missing file gives no questions and no error; a malformed one gives the
+/// error (naming the line) and no questions, never an exception.
+PredictionFile read_predictions(const std::string& path);
+
+/// The file of lab @p folder ("01_vectorize"): $SPEEDLABS_PREDICTIONS when set, else
+/// <source>/labs/<folder>/predictions.toml.
+std::string predictions_path(const std::string& folder);
+
+/// How one answer compares with the run.
+struct Comparison {
+  enum class Status { blank, close, off, unmeasured };
+  Status status = Status::blank;
+  nlohmann::json measured;  ///< the measured value (null when unmeasured)
+  std::string detail;       ///< "off by 23%", "other side of 1", why it is unmeasured
+};
+
+/// Compares @p p's answer with @p report's observation.
+Comparison compare_prediction(const Prediction& p, const Report& report);
+
+/// The value at @p field inside @p measured, or null when there is none.
+nlohmann::json measured_field(const nlohmann::json& measured, const std::string& field);
+
+/// Compares a filled @p answer with @p measured under @p tolerance (close or off, with by how much).
+Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& measured, const Tolerance& tolerance);
+
+/// The predictions beside the measurements, one row each ("your prediction" and "measured"); nothing when
+/// the file has no question; the error line when it is malformed.
+void print_predictions(std::ostream& out, const PredictionFile& file, const Report& report);
+
+}  // namespace speedlabs

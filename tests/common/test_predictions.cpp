@@ -1,0 +1,145 @@
+// The predictions column of a lab's table (common/predictions): reading predictions.toml with toml++, every
+// malformed file named by its line, each tolerance's close and off, and the rows print_predictions writes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/predictions.h"
+
+namespace {
+
+using speedlabs::Comparison;
+using speedlabs::Tolerance;
+
+std::string write(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("speedlabs-predictions-" + name + ".toml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+const char* const kGood = R"(# a comment
+[[question]]
+id = "speedup"
+question = "How many times faster?"
+unit = "x"
+answer = 3
+factor = 2
+
+[[question]]
+id = "table"
+field = "fp16.max"
+question = "The largest fp16?"
+unit = ""
+answer = ""
+relative = 0.01
+
+[[question]]
+id = "bound"
+field = "bound"
+question = "Memory or compute bound?"
+unit = ""
+answer = "Memory"
+why = "one multiply per byte"
+)";
+
+speedlabs::Report report() {
+  speedlabs::Report r("01_test", "cpu");
+  r.check("speedup", "faster", 7.5, "> 1", true);
+  r.check("table", "table", nlohmann::json{{"fp16", {{"max", 65504.0}}}}, "", true);
+  r.check("bound", "bound", nlohmann::json{{"bound", "memory"}}, "", true);
+  return r;
+}
+
+TEST(Predictions, ReadsEveryQuestion) {
+  const auto file = speedlabs::read_predictions(write("good", kGood));
+  ASSERT_EQ(file.error, "");
+  ASSERT_EQ(file.questions.size(), 3u);
+  EXPECT_EQ(file.questions[0].answer, 3.0);
+  EXPECT_EQ(file.questions[0].tolerance.kind, Tolerance::Kind::factor);
+  EXPECT_EQ(file.questions[0].line, 2);
+  EXPECT_TRUE(file.questions[1].answer.is_null()) << "answer = \"\" is blank";
+  EXPECT_EQ(file.questions[1].field, "fp16.max");
+  EXPECT_EQ(file.questions[2].tolerance.kind, Tolerance::Kind::exact);
+  EXPECT_EQ(file.questions[2].why, "one multiply per byte");
+}
+
+TEST(Predictions, AMissingFileHasNoQuestionsAndNoError) {
+  const auto file = speedlabs::read_predictions("/nonexistent/predictions.toml");
+  EXPECT_EQ(file.error, "");
+  EXPECT_TRUE(file.questions.empty());
+}
+
+TEST(Predictions, EveryMalformedFileIsNamedByItsLine) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\nrelative = \n", ":6:"},  // TOML syntax
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\ncolour = 2\n", ":6: unknown key 'colour'"},
+      {"[[question]]\nid = \"a\"\nunit = \"x\"\nanswer = 1\n", ":1: the question has no 'question'"},
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\n", ":1: the question has no 'answer'"},
+      {"[[question]]\nid = 3\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\n", ":2: 'id' must be a string"},
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = [1]\n", ":5: 'answer' must be"},
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\nfactor = 0.5\n", ":6: 'factor' must be"},
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\nrelative = 0.1\nabsolute = 1\n",
+       ":1: give one tolerance"},
+      {"title = \"x\"\n", ":1: unknown key 'title'"},
+      {"question = 3\n", ":1: 'question' must be [[question]] tables"},
+  };
+  int index = 0;
+  for (const auto& [text, expected] : cases) {
+    const auto file = speedlabs::read_predictions(write("bad" + std::to_string(index++), text));
+    EXPECT_NE(file.error.find(expected), std::string::npos) << "file:\n" << text << "error: " << file.error;
+    EXPECT_TRUE(file.questions.empty());
+  }
+}
+
+TEST(Predictions, EachToleranceSaysCloseOrOffAndByHowMuch) {
+  auto status = [](nlohmann::json a, nlohmann::json m, Tolerance t) { return speedlabs::compare_values(a, m, t); };
+  EXPECT_EQ(status(3.0, 7.5, {Tolerance::Kind::factor, 2}).status, Comparison::Status::off);
+  EXPECT_EQ(status(3.0, 7.5, {Tolerance::Kind::factor, 2}).detail, "off by 2.50x (tolerance 2.00x)");
+  EXPECT_EQ(status(5.0, 7.5, {Tolerance::Kind::factor, 2}).status, Comparison::Status::close);
+  EXPECT_EQ(status(100.0, 104.0, {Tolerance::Kind::relative, 0.05}).status, Comparison::Status::close);
+  EXPECT_EQ(status(100.0, 120.0, {Tolerance::Kind::relative, 0.05}).status, Comparison::Status::off);
+  EXPECT_EQ(status(9.0, 10.8, {Tolerance::Kind::absolute, 1}).status, Comparison::Status::off);
+  EXPECT_EQ(status(10.0, 10.8, {Tolerance::Kind::absolute, 1}).status, Comparison::Status::close);
+  EXPECT_EQ(status(1.5, 3.0, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::close);
+  EXPECT_EQ(status(0.5, 3.0, {Tolerance::Kind::side_of, 1}).detail, "other side of 1");
+  EXPECT_EQ(status(INFINITY, "inf", {}).status, Comparison::Status::close) << "inf as TOML writes it, inf as the labs do";
+  EXPECT_EQ(status("MEMORY", "memory", {}).status, Comparison::Status::close);
+  EXPECT_EQ(status(true, false, {}).status, Comparison::Status::off);
+  EXPECT_EQ(status(nullptr, 3.0, {}).status, Comparison::Status::blank);
+  EXPECT_EQ(status(3.0, nlohmann::json::object(), {}).status, Comparison::Status::unmeasured);
+}
+
+TEST(Predictions, TheTableShowsYourPredictionBesideTheMeasurement) {
+  const auto file = speedlabs::read_predictions(write("table", kGood));
+  std::ostringstream out;
+  speedlabs::print_predictions(out, file, report());
+  const std::string text = out.str();
+  EXPECT_NE(text.find("your prediction"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured"), std::string::npos) << text;
+  EXPECT_NE(text.find("speedup"), std::string::npos) << text;
+  EXPECT_NE(text.find("OFF: off by 2.50x"), std::string::npos) << text;
+  EXPECT_NE(text.find("close: exact"), std::string::npos) << text;  // "Memory" against "memory"
+  EXPECT_NE(text.find("1 of 3 questions not answered yet"), std::string::npos) << text;
+}
+
+TEST(Predictions, AMalformedFileIsSaidInTheTableAndNothingElse) {
+  std::ostringstream out;
+  speedlabs::print_predictions(out, speedlabs::read_predictions(write("broken", "[[question]\n")), report());
+  EXPECT_NE(out.str().find("could not be read"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(":1:"), std::string::npos) << out.str();
+}
+
+TEST(Predictions, AnUnmeasuredObservationIsNeitherCloseNorOff) {
+  speedlabs::Prediction p;
+  p.id = "absent";
+  p.answer = 2.0;
+  EXPECT_EQ(speedlabs::compare_prediction(p, report()).status, Comparison::Status::unmeasured);
+  p.id = "table";
+  p.field = "fp16.min";
+  EXPECT_EQ(speedlabs::compare_prediction(p, report()).status, Comparison::Status::unmeasured);
+}
+
+}  // namespace
