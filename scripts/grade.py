@@ -21,15 +21,19 @@ passes when every test of its suite passed; a skipped test makes it skipped, nev
 Standard library only, so it runs on any Python 3 without the .venv.
 """
 import json
+import math
 import os
 import re
 import signal
 import sys
+import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import predictions  # noqa: E402  (scripts/predictions.py: the same rules as the lab's table)
 # Labs whose graded tests could not be built (set by ./lab check and ./lab grade): their tests never ran.
 BROKEN_LABS = set(os.environ.get("SPEEDLABS_BROKEN_LABS", "").split())  # the code does not compile
 CRASHED_LABS = set(os.environ.get("SPEEDLABS_CRASHED_LABS", "").split())  # the test program dies at start
@@ -45,6 +49,8 @@ class Exercise:
     passed: int = 0
     failed: list = field(default_factory=list)   # (test name, message)
     skipped: list = field(default_factory=list)  # (test name, reason)
+    scores: list = field(default_factory=list)   # (test name, share of the points 0..1) of a passed speed test
+    undecided: list = field(default_factory=list)  # (test name, why): a speed test that could not decide
 
     @property
     def status(self):
@@ -52,7 +58,14 @@ class Exercise:
             return "failed"
         if self.skipped:
             return "skipped"
+        if self.undecided:
+            return "undecided"
         return "passed" if self.passed else "missing"
+
+    @property
+    def share(self):
+        """The share of the points a passed exercise earns: 1, or its speed tests' lowest score."""
+        return min([1.0] + [score for _, score in self.scores])
 
     def readme(self):
         folder = next(ROOT.glob(f"labs/{self.lab}_*"))
@@ -124,6 +137,35 @@ def own_record(run, name):
     return record
 
 
+def own_score(run, name):
+    """The speed score the harness recorded for a passed test under this run's token (tests/support/test_main.cpp:
+    "score TOKEN 0.73" or "score TOKEN undecided"), or None. The test records it through GoogleTest's
+    RecordProperty; nothing a test prints counts."""
+    path = Path(run) / "ends" / name.replace("/", "_")
+    token = os.environ.get("SPEEDLABS_GRADE_TOKEN", "")
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    score = None
+    for line in lines:
+        words = line.split()
+        if not token or len(words) != 3 or words[0] != "score" or words[1] != token:
+            continue
+        if words[2] == "undecided":
+            score = "undecided"
+        else:
+            try:
+                value = float(words[2])
+            except ValueError:
+                continue
+            score = min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
+    return score
+
+
+PRINTED_SCORE = re.compile(r"^speed score: (undecided|[0-9.]+)", re.M)
+
+
 GTEST_BANNER = re.compile(r"^(\[[ =-]+\]|\[ RUN +\]|Note: Google Test filter|Running main\(\))")
 
 
@@ -188,12 +230,32 @@ def read_results(junit_path, exercises, run=None):
             exercise.skipped.append((name, why))
         else:
             exercise.passed += 1
+            # A speed test's share of the points: the harness's record under this run's token, never the test's
+            # output; only --ctest-verdicts (the reference as ./lab test ran it, no records) reads the printed line.
+            if run is not None:
+                score = own_score(run, name)
+            else:
+                printed = PRINTED_SCORE.findall(output)
+                score = (printed[-1] if printed[-1] == "undecided" else float(printed[-1])) if printed else None
+            if score == "undecided":
+                reason = re.search(r"could not decide: ([^\n]*)", output)
+                exercise.undecided.append((name, reason.group(1).strip() if reason else "the machine was busy"))
+            elif score is not None:
+                exercise.scores.append((name, score))
     return sorted(set(unknown))
 
 
 def message(e):
+    if e.status == "passed" and e.scores:
+        test, score = min(e.scores, key=lambda t: t[1])
+        return (f"{e.passed} test{'s' if e.passed > 1 else ''} passed; speed against this machine's best: "
+                f"{score:.0%} of the points ({test})")
     if e.status == "passed":
         return f"{e.passed} test{'s' if e.passed > 1 else ''} passed"
+    if e.status == "undecided":
+        test, why = e.undecided[0]
+        return (f"{test}: the speed measurement could not decide after its retries ({why}): not scored on this "
+                "run; grade again on a quiet machine")
     if e.status == "missing" and e.lab in BROKEN_LABS:
         return f"your code does not compile: the compiler's errors are above, all of them in .cache/check-build-{e.lab}.log"
     if e.status == "missing" and e.lab in CRASHED_LABS:
@@ -212,6 +274,69 @@ def exercises_of(labs):
     return [e for lab in dict.fromkeys(labs) for e in read_points(lab)]  # each lab once, however often named
 
 
+WEIGHTS = ROOT / "tests" / "grading" / "weights.toml"
+
+
+def prediction_points():
+    """Points per prediction within its tolerance (tests/grading/weights.toml; 0: predictions not graded)."""
+    try:
+        return float(tomllib.loads(WEIGHTS.read_text())["predictions"]["points_per_question"])
+    except (OSError, KeyError, ValueError, TypeError) as error:
+        raise SystemExit(f"[lab] error: {WEIGHTS}: no [predictions] points_per_question ({error})") from None
+
+
+@dataclass
+class Predicted:
+    """A lab's predictions compared with its measured run: (question, status, measured, detail) rows, the
+    official questions' names (labs/NN_topic/predictions.toml: what is graded), where the measurements come
+    from, and the error of a malformed file."""
+    lab: str
+    rows: list = field(default_factory=list)
+    official: list = field(default_factory=list)
+    where: str = ""
+    error: str = ""
+
+
+def predicted(lab):
+    """Lab @p lab's predictions: the student's file (in SPEEDLABS_PREDICTIONS_DIR, laid out like labs/, when
+    set: ./lab grade --submission, CI's reference answers; else labs/) against this machine's --quick run of
+    the reference, or the kept run where this machine has none (predictions.measured_run)."""
+    folder = predictions.lab_folder(lab).name
+    result = Predicted(lab)
+    official = ROOT / "labs" / folder / "predictions.toml"
+    try:
+        result.official = [q.name for q in predictions.read(official)]
+    except predictions.PredictionError as error:
+        result.error = str(error)
+        return result
+    given = os.environ.get("SPEEDLABS_PREDICTIONS_DIR")
+    path = Path(given) / folder / "predictions.toml" if given else official
+    if not path.exists():
+        path = official  # the submission has no file: the blank one
+    try:
+        questions = predictions.read(path)
+    except predictions.PredictionError as error:
+        result.error = str(error)
+        return result
+    report, result.where = predictions.measured_run(lab)
+    seen = set()
+    for q in questions:
+        if q.name in result.official and q.name not in seen:
+            seen.add(q.name)
+            result.rows.append((q, *predictions.compare(q, report)))
+    return result
+
+
+def prediction_line(q, status, measured, detail):
+    unit = f" {q.unit}" if q.unit else ""
+    if status == "blank":
+        return f"  PREDICT blank  {q.name:<40} {q.question}"
+    if status == "unmeasured":
+        return f"  PREDICT -      {q.name:<40} not compared: {detail}"
+    mine = f"yours {predictions.text(q.answer)}{unit}, measured {predictions.text(measured)}{unit}"
+    return f"  PREDICT {'ok     ' if status == 'ok' else 'off    '}{q.name:<40} {mine}: {detail}"
+
+
 def check(junit, labs, run):
     labs = list(dict.fromkeys(labs))
     exercises = exercises_of(labs)
@@ -220,13 +345,20 @@ def check(junit, labs, run):
         mine = [e for e in exercises if e.lab == lab]
         print(f"lab {lab}:" if mine else f"lab {lab}: no graded exercises")
         for e in mine:
-            label = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "missing": "FAIL"}[e.status]
+            label = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "missing": "FAIL", "undecided": "UNDECIDED"}[e.status]
             if e.failed and e.failed[0][1].startswith("still a stub"):
                 label = "TODO"
             print(f"  {label}  {e.name:<28} {message(e)}")
+        p = predicted(lab)
+        if p.error:
+            print(f"  PREDICT error  {p.error} (the exercises above are checked all the same)")
+        for row in p.rows:
+            print(prediction_line(*row))
+        if p.rows and any(status in ("ok", "off") for _, status, _, _ in p.rows):
+            print(f"  (predictions compared with {p.where})")
     for suite in unknown:
         print(f"  note: graded suite {suite} has no line in its points.tsv", file=sys.stderr)
-    done = all(e.status in ("passed", "skipped") for e in exercises)
+    done = all(e.status in ("passed", "skipped", "undecided") for e in exercises)
     return 0 if done and exercises else 1
 
 
@@ -234,33 +366,75 @@ def grade(junit, out_dir, labs, run):
     exercises = exercises_of(labs)
     read_results(junit, exercises, run)
     tests = []
+    rows = ["| lab | exercise | points | result |", "|---|---|---|---|"]
     for e in exercises:
-        # A skipped exercise (no GPU here) is not graded on this machine: it counts neither way.
-        graded = e.status != "skipped"
+        # A skipped exercise (no GPU here) is not graded on this machine: it counts neither way; nor does a
+        # speed test that could not decide (a busy machine), which says so.
+        graded = e.status not in ("skipped", "undecided")
+        points = round(e.points * e.share, 2) if e.status == "passed" else 0
         tests.append({
             "name": f"lab {e.lab}: {e.name}",
-            "score": e.points if e.status == "passed" else 0,
+            "score": points,
             "max_score": e.points if graded else 0,
-            "status": "passed" if e.status == "passed" else "failed",
-            "output": ("skipped, not graded here: " if not graded else "") + message(e),
+            "status": "passed" if e.status == "passed" and points == e.points else "failed",
+            "output": ("skipped, not graded here: " if e.status == "skipped" else "") + message(e),
         })
+        rows.append(f"| {e.lab} | {e.name} | {points:g} / {e.points:g} | {e.status} |")
+    each = prediction_points()
+    cases = []
+    for lab in dict.fromkeys(labs):
+        p = predicted(lab) if each > 0 else None
+        if p is None or (not p.official and not p.error):
+            continue
+        compared = [r for r in p.rows if r[1] != "unmeasured"]
+        right = sum(1 for r in compared if r[1] == "ok")
+        unmeasured = len(p.rows) - len(compared)
+        maximum = each * (len(p.official) - unmeasured)
+        lines = [p.error] if p.error else [prediction_line(*r).strip() for r in p.rows]
+        missing = [n for n in p.official if n not in {r[0].name for r in p.rows}]
+        lines += [f"PREDICT blank  {n} (not in your file)" for n in missing] if not p.error else []
+        score = each * right if not p.error else 0
+        tests.append({"name": f"lab {lab}: predictions", "score": score, "max_score": maximum,
+                      "status": "passed" if score == maximum else "failed",
+                      "output": "\n".join(lines + ([f"compared with {p.where}"] if compared else []))})
+        rows.append(f"| {lab} | predictions ({right} of {len(p.official)} within tolerance) | {score:g} / {maximum:g} | "
+                    f"{'malformed file' if p.error else 'predicted'} |")
+        for q, status, measured, detail in p.rows:
+            cases.append((lab, q.name, status, prediction_line(q, status, measured, detail).strip()))
+        cases += [(lab, n, "blank", f"PREDICT blank  {n} (not in your file)") for n in missing]
+        if p.error:
+            cases.append((lab, "file", "off", p.error))
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
-    rows = ["| lab | exercise | points | result |", "|---|---|---|---|"]
-    for e, t in zip(exercises, tests):
-        rows.append(f"| {e.lab} | {e.name} | {t['score']:g} / {e.points:g} | {e.status} |")
     rows.append(f"| | **total** | **{score:g} / {total:g}** | |")
     try:
         write_all_or_none(Path(out_dir), {
             "results.json": json.dumps({"score": score, "tests": tests}, indent=2) + "\n",
             "summary.md": "\n".join(rows) + "\n",
-            "junit.xml": Path(junit).read_text(),
+            "junit.xml": junit_with_predictions(junit, cases),
         })
     except OSError as error:
         print(f"[lab] error: cannot write the results into {out_dir}: {error}; none of them was kept", file=sys.stderr)
         return 2
     print("\n".join(rows))
     return 0
+
+
+def junit_with_predictions(junit, cases):
+    """CTest's JUnit with one test case per prediction (suite LabNN_predictions): passed when within its
+    tolerance, a failure when off or blank, skipped when this machine did not measure it."""
+    tree = ET.parse(junit)
+    root = tree.getroot()
+    suite = root if root.tag == "testsuite" else (root.find("testsuite") if root.find("testsuite") is not None else root)
+    for lab, name, status, line in cases:
+        case = ET.SubElement(suite, "testcase", name=f"Lab{lab}_predictions.{name}", classname="predictions",
+                             status="run" if status in ("ok", "off", "blank") else "notrun", time="0")
+        if status in ("off", "blank"):
+            ET.SubElement(case, "failure", message=line)
+        elif status == "unmeasured":
+            ET.SubElement(case, "skipped", message=line)
+        ET.SubElement(case, "system-out").text = line
+    return ET.tostring(root, encoding="unicode") + "\n"
 
 
 def write_all_or_none(out, files):

@@ -19,8 +19,8 @@ A kept run is tied to the code it was made from by a fingerprint: the SHA-256 of
 file (as git lists them: tracked, or new and not ignored) under the lab's folder labs/NN_*/ (its code and
 its lesson), its reference answer solutions/NN_*/, the same two folders of every earlier lab whose
 exercise it runs (USES_EXERCISES in its CMakeLists.txt, followed through), and the shared sources common/
-and datasets/. Build files, the tests and the docs' own pages are left out: they do not change what a lab
-measures. A change to any covered file makes the kept run stale, and `./lab docs` fails until it is made
+and datasets/. Build files, the tests, the docs' own pages and the predictions files (predictions.toml) are
+left out: they do not change what a lab measures. A change to any covered file makes the kept run stale, and `./lab docs` fails until it is made
 again (./lab docs --refresh-results NN).
 
 Labs are found by folder, so a new labs/NN_topic/ is picked up by every command without a change here.
@@ -163,6 +163,8 @@ def fingerprint(number):
     digest = hashlib.sha256()
     for root_rel in fingerprint_roots(number):
         for path in listed_files(root_rel):
+            if path.name == "predictions.toml":
+                continue  # a student's predictions (or the reference's) change what the table says, not what the lab measures
             digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
@@ -596,6 +598,33 @@ def lab_path_list():
     return "\n".join(lines)
 
 
+def questions_section(folder):
+    """The lab's questions (folder/predictions.toml) as a section to read before "What you should observe":
+    what the student predicts before running the lab, each with its unit and how close counts."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import predictions
+    try:
+        questions = predictions.read(folder / "predictions.toml")
+    except predictions.PredictionError as error:
+        sys.exit(f"{folder / 'predictions.toml'}: {error}")
+    if not questions:
+        return ""
+    number = folder.name[:2]
+    lines = ["## Predict, then measure", "",
+             f"Before you run the lab, write your answer to each question in `labs/{folder.name}/predictions.toml`. "
+             f"`./lab run {number}` then shows each prediction beside what it measured, and `./lab check {number}` "
+             "says which ones were close.", "",
+             "| question | unit | observation | close enough |", "|---|---|---|---|"]
+    for q in questions:
+        kind, limit = q.tolerance
+        rule = {"exact": "exactly", "relative": f"within {limit:.0%}" if limit >= 0.01 else f"within {limit:g} relative",
+                "absolute": f"within {limit:g}", "factor": f"within {limit:g}x",
+                "side_of": f"the same side of {limit:g}"}[kind]
+        why = f" <br><small>{prose(q.why)}</small>" if q.why else ""
+        lines.append(f"| {cell(prose(q.question))}{why} | {cell(prose(q.unit)) or '-'} | `{q.name}` | {rule} |")
+    return "\n".join(lines + [""])
+
+
 def filter_page(path):
     """Doxygen reads each Markdown page through this: image paths into docs/images/ made Doxygen's, on a lab
     README the kept run's observation table at the end of "What you should observe", and on the main page
@@ -607,6 +636,10 @@ def filter_page(path):
         section = results_section(page.parent.name[:2])
         lines = text.split("\n")
         start = next((i for i, line in enumerate(lines) if line.startswith(OBSERVE_HEADING)), None)
+        questions = questions_section(page.parent)
+        if questions and start is not None:
+            lines[start:start] = questions.split("\n")
+            start += len(questions.split("\n"))
         if section and start is not None:
             end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
             lines[end:end] = section.split("\n")

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Predictions and speed scores in grading, with no build (label grading):
+
+- scripts/predictions.py reads every lab's predictions.toml; each malformed file is named by its line;
+- the reference answers (solutions/NN_topic/predictions.toml) ask the labs' questions, with the same rules;
+- ./lab check's lines (PREDICT blank / ok / off / error) come after the exercises', and a malformed file leaves
+  the rest of the check running;
+- ./lab grade scores predictions as a part of each lab (results.json and JUnit): the blank files 0, the
+  reference answers full marks, tests/grading/weights.toml's 0 turns the part off;
+- a speed test's share of its points is the harness's record under the run's token, never a printed line;
+- the lesson page shows the questions before "What you should observe".
+
+  python3 tests/grading/test_predictions.py REPO_ROOT
+"""
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"scripts/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+predictions = load("predictions")
+grade = load("grade")
+lab_pages = load("lab_pages")
+LABS = sorted(p.parent.name[:2] for p in ROOT.glob("labs/[0-9][0-9]_*/predictions.toml"))
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+GOOD = '''[[question]]
+id = "a"
+question = "q"
+unit = "x"
+answer = 1
+'''
+BAD = {  # file -> what the error must say
+    GOOD + "relative = \n": ":6:",  # TOML syntax
+    GOOD + "colour = 2\n": ":6: unknown key 'colour'",
+    '[[question]]\nid = "a"\nunit = "x"\nanswer = 1\n': ":1: the question has no 'question'",
+    '[[question]]\nid = "a"\nquestion = "q"\nunit = "x"\n': ":1: the question has no 'answer'",
+    '[[question]]\nid = 3\nquestion = "q"\nunit = "x"\nanswer = 1\n': ":2: 'id' must be a string",
+    GOOD.replace("answer = 1", "answer = [1]"): ":5: 'answer' must be",
+    GOOD + "factor = 0.5\n": ":6: 'factor' must be",
+    GOOD + "relative = -1\n": ":6: 'relative' must be",
+    GOOD + "relative = 0.1\nabsolute = 1\n": ":1: give one tolerance",
+    'title = "x"\n': ":1: unknown key 'title'",
+    "question = 3\n": ":1: 'question' must be [[question]] tables",
+}
+
+
+class Files(unittest.TestCase):
+    def test_every_lab_has_3_to_6_questions_and_the_reference_answers_them_all(self):
+        self.assertGreaterEqual(len(LABS), 11)
+        for lab in LABS:
+            folder = predictions.lab_folder(lab).name
+            asked = predictions.read(ROOT / "labs" / folder / "predictions.toml")
+            answered = predictions.read(ROOT / "solutions" / folder / "predictions.toml")
+            self.assertTrue(3 <= len(asked) <= 6, (lab, len(asked)))
+            self.assertTrue(all(q.answer is None for q in asked), f"lab {lab}: labs/ holds an answer")
+            strip = lambda q: (q.name, q.question, q.unit, q.tolerance)  # noqa: E731
+            self.assertEqual([strip(q) for q in asked], [strip(q) for q in answered], f"lab {lab}: other questions")
+            self.assertTrue(all(q.answer is not None for q in answered), f"lab {lab}: a reference answer is blank")
+
+    def test_each_malformed_file_is_named_by_its_line(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for index, (text, expected) in enumerate(BAD.items()):
+                path = Path(folder) / f"{index}.toml"
+                path.write_text(text)
+                with self.assertRaises(predictions.PredictionError, msg=text) as caught:
+                    predictions.read(path)
+                self.assertIn(str(path) + expected, str(caught.exception))
+
+    def test_a_missing_file_has_no_questions(self):
+        self.assertEqual(predictions.read("/nonexistent/predictions.toml"), [])
+
+    def test_the_rules_match_the_tables(self):  # the same cases as tests/common/test_predictions.cpp
+        c = predictions.compare_values
+        self.assertEqual(c(3.0, 7.5, ("factor", 2)), ("off", "off by 2.50x (tolerance 2.00x)"))
+        self.assertEqual(c(5.0, 7.5, ("factor", 2))[0], "ok")
+        self.assertEqual(c(100.0, 104.0, ("relative", 0.05))[0], "ok")
+        self.assertEqual(c(100.0, 120.0, ("relative", 0.05))[0], "off")
+        self.assertEqual(c(9.0, 10.8, ("absolute", 1))[0], "off")
+        self.assertEqual(c(0.5, 3.0, ("side_of", 1)), ("off", "other side of 1"))
+        self.assertEqual(c(float("inf"), "inf", ("exact", 0))[0], "ok")
+        self.assertEqual(c("MEMORY", "memory", ("exact", 0))[0], "ok")
+        self.assertEqual(c(True, False, ("exact", 0))[0], "off")
+        self.assertEqual(c(None, 3.0, ("exact", 0))[0], "blank")
+        self.assertEqual(c(3.0, {}, ("exact", 0))[0], "unmeasured")
+
+
+def junit(folder):
+    path = Path(folder) / "junit.xml"
+    path.write_text('<testsuite><testcase name="Lab01_sum_squares_eigen.Works" status="run" time="0.01">'
+                    "<system-out>ok</system-out></testcase></testsuite>")
+    return str(path)
+
+
+def with_answers(folder, lab, source):
+    """A folder laid out like labs/ holding lab LAB's predictions from SOURCE (solutions or labs)."""
+    name = predictions.lab_folder(lab).name
+    (Path(folder) / name).mkdir(parents=True, exist_ok=True)
+    text = (ROOT / source / name / "predictions.toml").read_text()
+    (Path(folder) / name / "predictions.toml").write_text(text)
+    return Path(folder) / name / "predictions.toml"
+
+
+class CheckAndGrade(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.dir = Path(self.folder.name)
+        self.env = mock.patch.dict(os.environ, {"SPEEDLABS_PREDICTIONS_DIR": str(self.dir / "mine")})
+        self.env.start()
+
+    def tearDown(self):
+        self.env.stop()
+        self.folder.cleanup()
+
+    def check(self, lab="01"):
+        printed = io.StringIO()
+        with mock.patch("sys.stdout", printed), mock.patch("sys.stderr", io.StringIO()):
+            grade.check(junit(self.dir), [lab], None)
+        return printed.getvalue().splitlines()
+
+    def grade(self, labs=("01",)):
+        out = self.dir / "out"
+        with mock.patch("sys.stdout", io.StringIO()), mock.patch("sys.stderr", io.StringIO()):
+            self.assertEqual(grade.grade(junit(self.dir), str(out), list(labs), None), 0)
+        return json.loads((out / "results.json").read_text()), ET.parse(out / "junit.xml").getroot()
+
+    def test_blank_predictions_are_listed_after_the_exercises(self):
+        lines = self.check()
+        exercise = next(i for i, l in enumerate(lines) if "sum_squares_eigen" in l and "PREDICT" not in l)
+        blank = [i for i, l in enumerate(lines) if l.strip().startswith("PREDICT blank")]
+        self.assertEqual(len(blank), len(predictions.read(ROOT / "labs/01_vectorize/predictions.toml")), lines)
+        self.assertTrue(all(i > exercise for i in blank))
+
+    def test_the_reference_answers_are_all_ok(self):
+        for lab in LABS:
+            with self.subTest(lab=lab):
+                with_answers(self.dir / "mine", lab, "solutions")
+                lines = [l for l in self.check(lab) if "PREDICT" in l]
+                self.assertTrue(lines and all(l.strip().startswith(("PREDICT ok", "PREDICT -")) for l in lines), lines)
+
+    def test_a_wrong_answer_says_by_how_much(self):
+        path = with_answers(self.dir / "mine", "02", "solutions")
+        path.write_text(path.read_text().replace("answer = 70144", "answer = 70000"))
+        lines = self.check("02")
+        self.assertTrue(any("PREDICT off" in l and "off by 144" in l for l in lines), lines)
+
+    def test_a_malformed_file_is_named_and_the_rest_of_the_check_runs(self):
+        path = with_answers(self.dir / "mine", "01", "solutions")
+        path.write_text(path.read_text() + "\n[[question]\n")
+        lines = self.check()
+        self.assertTrue(any("PREDICT error" in l and "predictions.toml:" in l for l in lines), lines)
+        self.assertTrue(any("sum_squares_unrolled" in l and "PREDICT" not in l for l in lines), lines)
+        results, _ = self.grade()
+        part = next(t for t in results["tests"] if t["name"] == "lab 01: predictions")
+        self.assertEqual(part["score"], 0)
+        self.assertIn("predictions.toml:", part["output"])
+
+    def test_grade_scores_blank_0_and_the_reference_full_as_a_part_of_each_lab(self):
+        results, root = self.grade(LABS)
+        parts = [t for t in results["tests"] if t["name"].endswith(": predictions")]
+        self.assertEqual(len(parts), len(LABS))
+        self.assertTrue(all(t["score"] == 0 and t["max_score"] > 0 for t in parts), parts)
+        cases = [c for c in root.iter("testcase") if "_predictions." in c.get("name")]
+        self.assertTrue(cases and all(c.find("failure") is not None for c in cases))
+        for lab in LABS:
+            with_answers(self.dir / "mine", lab, "solutions")
+        results, root = self.grade(LABS)
+        parts = [t for t in results["tests"] if t["name"].endswith(": predictions")]
+        self.assertTrue(all(t["score"] == t["max_score"] > 0 for t in parts), parts)
+        cases = [c for c in root.iter("testcase") if "_predictions." in c.get("name")]
+        self.assertTrue(cases and all(c.find("failure") is None for c in cases))
+
+    def test_zero_points_per_question_turns_predictions_off(self):
+        with mock.patch.object(grade, "prediction_points", lambda: 0):
+            results, _ = self.grade()
+        self.assertFalse([t for t in results["tests"] if "predictions" in t["name"]])
+
+    def test_a_submission_cannot_add_questions_or_count_one_twice(self):
+        path = with_answers(self.dir / "mine", "02", "solutions")
+        text = path.read_text()
+        first = text[text.index("[[question]]"):text.index("[[question]]", text.index("[[question]]") + 1)]
+        path.write_text(text + "\n" + first + "\n" + first.replace('id = "fp16', 'id = "mine_fp16'))
+        results, _ = self.grade(("02",))
+        part = next(t for t in results["tests"] if t["name"] == "lab 02: predictions")
+        self.assertEqual(part["score"], part["max_score"])
+        self.assertEqual(part["max_score"], len(predictions.read(ROOT / "labs/02_float16_limits/predictions.toml")))
+
+
+class SpeedScores(unittest.TestCase):
+    def test_only_the_harness_record_under_the_token_counts(self):
+        with tempfile.TemporaryDirectory() as folder, mock.patch.dict(os.environ, {"SPEEDLABS_GRADE_TOKEN": TOKEN}):
+            ends = Path(folder) / "ends"
+            ends.mkdir()
+            (ends / "T.a").write_text(f"start {TOKEN}\nscore {TOKEN} 0.25\nend {TOKEN} passed\n")
+            (ends / "T.b").write_text(f"start {TOKEN}\nscore deadbeef 1\nend {TOKEN} passed\n")
+            (ends / "T.c").write_text(f"start {TOKEN}\nscore {TOKEN} undecided\nend {TOKEN} passed\n")
+            (ends / "T.d").write_text(f"start {TOKEN}\nscore {TOKEN} 7\nend {TOKEN} passed\n")
+            self.assertEqual(grade.own_score(folder, "T.a"), 0.25)
+            self.assertIsNone(grade.own_score(folder, "T.b"), "a score under another token")
+            self.assertEqual(grade.own_score(folder, "T.c"), "undecided")
+            self.assertEqual(grade.own_score(folder, "T.d"), 1.0, "clamped to the points")
+
+    def test_a_printed_score_never_counts_in_a_graded_run(self):
+        exercise = grade.Exercise("01", "sum_squares_unrolled_speed", 5, "", 120)
+        with tempfile.TemporaryDirectory() as folder, mock.patch.dict(os.environ, {"SPEEDLABS_GRADE_TOKEN": TOKEN}):
+            (Path(folder) / "ends").mkdir()
+            name = "Lab01_sum_squares_unrolled_speed.AtLeastHalfOfEigen"
+            (Path(folder) / "ends" / name).write_text(f"start {TOKEN}\nscore {TOKEN} 0.5\nend {TOKEN} passed\n")
+            (Path(folder) / "junit.xml").write_text(
+                f'<testsuite><testcase name="{name}" status="run" time="1"><system-out>speed score: 1\n'
+                "</system-out></testcase></testsuite>")
+            grade.read_results(str(Path(folder) / "junit.xml"), [exercise], folder)
+        self.assertEqual(exercise.share, 0.5)
+
+    def test_an_undecided_measurement_is_said_and_not_scored(self):
+        exercise = grade.Exercise("01", "sum_squares_unrolled_speed", 5, "", 120)
+        exercise.passed = 1
+        exercise.undecided.append(("T.a", "another program used 1.2 cores"))
+        self.assertEqual(exercise.status, "undecided")
+        self.assertIn("could not decide", grade.message(exercise))
+
+
+class LessonPage(unittest.TestCase):
+    def test_the_questions_come_before_what_you_should_observe(self):
+        folder = predictions.lab_folder("02")
+        section = lab_pages.questions_section(folder)
+        for q in predictions.read(folder / "predictions.toml"):
+            self.assertIn(f"`{q.name}`", section)
+        printed = io.StringIO()
+        with mock.patch("sys.stdout", printed):
+            lab_pages.filter_page(str(folder / "README.md"))
+        page = printed.getvalue()
+        self.assertLess(page.index("## Predict, then measure"), page.index(lab_pages.OBSERVE_HEADING))
+
+    def test_a_lab_without_questions_has_no_section(self):
+        with tempfile.TemporaryDirectory() as folder:
+            self.assertEqual(lab_pages.questions_section(Path(folder) / "99_none"), "")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
