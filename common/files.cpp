@@ -24,10 +24,6 @@ std::string read_file(const std::string& path) {
   return bytes.str();
 }
 
-namespace {
-
-// Empty when @p path is absent or a regular file (the only things an atomic rename may replace), else
-// what it is, for the message.
 std::string not_a_regular_file(const std::string& path) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return "";
@@ -38,8 +34,6 @@ std::string not_a_regular_file(const std::string& path) {
   if (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode)) return "a device";
   return "not a regular file";
 }
-
-}  // namespace
 
 bool is_stream_path(const std::string& path) { return path == "-" || path == "/dev/stdout"; }
 

@@ -16,6 +16,10 @@ std::string read_file(const std::string& path);
 /// @param path  the file
 std::string read_user_file(const std::string& path);
 
+/// "" when @p path is absent or a regular file (the only things an atomic rename may replace); else what it
+/// is, for a message: "a folder", "a symbolic link", "a FIFO", "a device", "not a regular file".
+std::string not_a_regular_file(const std::string& path);
+
 /// Throws UsageError unless a file can be created at @p path (checked before a long run, not after):
 /// the folder must exist and be writable, and @p path must be absent or a regular file. A folder, a
 /// symbolic link, a FIFO or a device is refused, never replaced.

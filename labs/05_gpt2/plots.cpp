@@ -39,11 +39,11 @@ bool write_plots(const std::vector<ModeResult>& results, const std::string& dire
          << "set ylabel 'tokens/s'\nset key off\nset style fill solid 0.7\nset boxwidth 0.6\nset yrange [0:*]\n"
          << "plot $speed using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.0f', $2)) with labels offset 0,1\n"
          << "unset output\n";
-  const std::filesystem::path folder(directory);
-  const std::string failure = speedlabs::run_gnuplot(
-      "", script.str(), {(folder / "lab05_loss.svg").string(), (folder / "lab05_tokens_per_s.svg").string(), title});
-  if (!failure.empty()) std::cerr << "lab05: no plots: " << failure << "\n";
-  return failure.empty();
+  std::string failure;
+  const auto written = speedlabs::write_svgs(script.str(), directory, {"lab05_loss", "lab05_tokens_per_s"}, {title},
+                                             failure);
+  if (written.empty()) std::cerr << "lab05: no plots: " << failure << "\n";
+  return !written.empty();
 }
 
 }  // namespace lab05

@@ -281,9 +281,6 @@ std::string plot_data(const Results& results) {
 }  // namespace
 
 bool write_plot(const Results& results, const std::string& directory) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  const std::string path = (std::filesystem::path(directory) / "lab09_attention_vs_T.svg").string();
   // The script comes on stdin; the output path travels as ARG1 (gnuplot -c), data, never script text.
   const std::string script = plot_data(results) + R"gnuplot(
 set terminal svg size 1000,420 dynamic font "sans,12" background "white"
@@ -303,11 +300,13 @@ plot $data using 1:3 with linespoints lw 2 title "written out", \
      $data using 1:7 with linespoints lw 2 title "SDPA"
 unset multiplot
 )gnuplot";
-  if (const std::string failure = speedlabs::run_gnuplot("", script, {path}); !failure.empty()) {
+  std::string failure;
+  const auto written = speedlabs::write_svgs(script, directory, {"lab09_attention_vs_T"}, {}, failure);
+  if (written.empty()) {
     std::cerr << "lab09: no plot: " << failure << "\n";
     return false;
   }
-  std::cout << "plot written to " << path << "\n";
+  std::cout << "plot written to " << written.front() << "\n";
   return true;
 }
 

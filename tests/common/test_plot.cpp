@@ -58,4 +58,43 @@ TEST_F(Plots, AFailingScriptSaysWhyAndLeavesNoChart) {
   EXPECT_EQ(speedlabs::run_gnuplot("", "print ARG1\n", {"it's"}), "");
 }
 
+TEST_F(Plots, SeveralChartsFromOneScriptLandTogetherAndNothingElse) {
+  std::string failure;
+  const std::string script =
+      "set terminal svg\nset output ARG1\nplot x\nunset output\nset output ARG2\nset title ARG3\nplot x*x\n";
+  const auto written = speedlabs::write_svgs(script, folder_.string(), {"one", "two"}, {"it's a title"}, failure);
+  ASSERT_EQ(failure, "");
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[1], (folder_ / "two.svg").string());
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(folder_)) files += entry.is_regular_file();
+  EXPECT_EQ(files, 3) << "line.gp, one.svg and two.svg: no temporary file is left";
+}
+
+TEST_F(Plots, AChartIsNeverWrittenThroughALink) {
+  // A link where the chart goes, pointing at a file the user owns: refused, the file untouched.
+  const fs::path victim = folder_ / "victim.txt";
+  speedlabs::write_file_atomically(victim.string(), "mine\n");
+  fs::create_symlink(victim, folder_ / "chart.svg");
+  std::string failure;
+  EXPECT_THROW(speedlabs::write_svgs("set terminal svg\nset output ARG1\nplot x\n", folder_.string(), {"chart"}, {},
+                                     failure),
+               speedlabs::RuntimeFailure);
+  EXPECT_EQ(speedlabs::read_file(victim.string()), "mine\n");
+  EXPECT_TRUE(fs::is_symlink(folder_ / "chart.svg"));
+}
+
+TEST_F(Plots, AChartCutShortReplacesNothing) {
+  // gnuplot opens the output and stops before closing the SVG, as it does when the disk fills up: the run
+  // fails, the earlier chart stays, and no temporary file is left.
+  speedlabs::write_file_atomically((folder_ / "chart.svg").string(), "<svg>an earlier chart</svg>\n");
+  std::string failure;
+  EXPECT_THROW(speedlabs::write_svgs("set terminal svg\nset output ARG1\n", folder_.string(), {"chart"}, {}, failure),
+               speedlabs::RuntimeFailure);
+  EXPECT_EQ(speedlabs::read_file((folder_ / "chart.svg").string()), "<svg>an earlier chart</svg>\n");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(folder_)) files += entry.is_regular_file();
+  EXPECT_EQ(files, 2) << "line.gp and the earlier chart.svg";
+}
+
 }  // namespace
