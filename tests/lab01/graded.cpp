@@ -9,6 +9,7 @@
 #include "experiment.h"
 #include "exercise.h"
 #include "tests/support/expect.h"
+#include "tests/support/speed.h"
 
 namespace {
 
@@ -101,3 +102,19 @@ TEST(Lab01_sum_squares_unrolled, UsesIndependentPartialSums) {
 }
 
 }  // namespace
+
+// Speed, graded against this machine's best: your unrolled sum against Eigen's squaredNorm, timed
+// interleaved in the same process (tests/support/speed.h). Full points at half of Eigen's speed or more, none
+// at a quarter or less. At 2^24 values (128 MiB, far past the caches) both read memory as fast as it goes, as
+// long as the loop keeps enough additions in flight; one chain of additions does not.
+TEST(Lab01_sum_squares_unrolled_speed, AtLeastHalfOfEigensSpeed) {
+  const int64_t n = int64_t{1} << 24;
+  const auto x = random_values(n);
+  const double* data = x.data_ptr<double>();
+  const Eigen::Map<const Eigen::VectorXd> view(data, n);
+  volatile double sink = 0;
+  speedlabs::testing::grade_speed(
+      "sum_squares_unrolled against Eigen's squaredNorm at n = 2^24", [&] { sink = lab01::sum_squares_unrolled(data, n); },
+      [&] { sink = view.squaredNorm(); }, {0.5, 0.25});
+  (void)sink;
+}

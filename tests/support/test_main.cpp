@@ -8,7 +8,11 @@
 // <folder>/<Suite.Test> holding
 //   start <token>                          when the test starts,
 //   end <token> passed|failed|skipped      when GoogleTest has finished it (its last assertion ran), or
-//   signal <token> <number>                when the process crashes during it (SIGSEGV, SIGABRT, ...).
+//   signal <token> <number>                when the process crashes during it (SIGSEGV, SIGABRT, ...),
+// and, before the end line of a speed test (tests/support/speed.h), the share of its points it earned:
+//   score <token> <0..1>|undecided         from the test's GoogleTest property "speedlabs_speed_score", which
+//                                          the test sets after its measurement (what the code under test
+//                                          prints never counts, and a property it set is overwritten).
 // scripts/grade.py counts a test only by its "end" line: no line means the process left the test early
 // (std::exit, _exit, a crash, a timeout), and a skip counts only as GoogleTest itself recorded it
 // (GTEST_SKIP(), the harness's own decision: no GPU here).
@@ -89,7 +93,15 @@ class GradeRecorder : public ::testing::EmptyTestEventListener {
     if (current_fd < 0) return;
     const auto* result = test.result();
     const char* verdict = result->Skipped() ? "skipped" : result->Failed() ? "failed" : "passed";
-    const std::string end = "end " + grade_token + " " + verdict + "\n";
+    std::string end = "end " + grade_token + " " + verdict + "\n";
+    for (int i = 0; i < result->test_property_count(); ++i) {
+      const auto& property = result->GetTestProperty(i);
+      const std::string value = property.value();
+      const bool word = !value.empty() && value.find_first_of(" \t\r\n") == std::string::npos;
+      if (std::string(property.key()) == "speedlabs_speed_score" && word) {
+        end = "score " + grade_token + " " + value + "\n" + end;
+      }
+    }
     write_all(current_fd, end.data(), end.size());
     ::close(current_fd);
     current_fd = -1;
