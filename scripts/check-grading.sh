@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI's check that grading can tell a student's work from none, both ways:
-#   1. with the labs/ stubs as they are, ./lab grade gives no points: every graded test fails, and the
-#      number of failing graded tests is printed;
+#   1. with the labs/ stubs and blank predictions as they are, ./lab grade gives no points: every graded test
+#      fails, every prediction is blank, and the number of failing graded tests is printed;
 #   2. the same graded tests, linked with the reference solutions, graded by the same scripts/grade.py, give
-#      full points for every exercise graded on this machine (GPU ones are skipped here), and results.json
+#      full points for every exercise graded on this machine (GPU ones are skipped here), speed included, and
+#      with the reference predictions (solutions/NN_topic/predictions.toml) full marks for predictions; results.json
 #      has Gradescope's fields. Their results come from the JUnit file the last ./lab test wrote
 #      (build/ctest-junit.xml, the default test preset's): CI's ./lab test has just run every graded test
 #      with the solutions, and running them again would only repeat its answer. That file has no record of
@@ -33,6 +34,18 @@ assert cases, f"{junit}: no graded test (LabNN_*) in it"
 failed = [c for c in cases if c.find("failure") is not None or c.get("status") == "fail"]
 skipped = [c for c in cases if c.find("skipped") is not None or c.get("status") in ("notrun", "disabled")]
 passed = len(cases) - len(failed) - len(skipped)
+parts = [t for t in tests if t["name"].endswith(": predictions")]
+assert parts, "results.json: no lab has a predictions part"
+right = sum(t["score"] for t in parts)
+asked = sum(t["max_score"] for t in parts)
+print(f"{variant}: predictions {right:g} of {asked:g} points over {len(parts)} labs")
+speed = [t for t in tests if t["name"].endswith("_speed")]
+print(f"{variant}: speed " + (", ".join(f"{t['name']} {t['score']:g}/{t['max_score']:g}" for t in speed) or "none graded"))
+if variant == "stubs":
+    assert right == 0 and asked > 0, "the blank predictions earn points"
+else:
+    assert right == asked > 0, "the reference predictions do not get full marks: " + "; ".join(
+        t["output"].replace("\n", " | ") for t in parts if t["score"] != t["max_score"])
 graded = [t for t in tests if t["max_score"] > 0]
 total = sum(t["max_score"] for t in graded)
 print(f"{variant}: {len(cases)} graded tests: {passed} passed, {len(failed)} failed, {len(skipped)} skipped; "
@@ -56,7 +69,8 @@ junit="$root/build/ctest-junit.xml"
 mapfile -t ids < <(for points in tests/lab[0-9][0-9]/points.tsv; do basename "$(dirname "$points")" | cut -c4-5; done)
 out="$root/build/grade-solutions"
 rm -rf "$out" && mkdir -p "$out"
-python3 scripts/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
+# The reference predictions (solutions/NN_topic/predictions.toml) in place of the blank ones.
+SPEEDLABS_PREDICTIONS_DIR="$root/solutions" python3 scripts/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
 verify "$out/results.json" "$junit" solutions
 
 bash scripts/check-cheats.sh
