@@ -54,7 +54,11 @@ def read(path):
     path = Path(path)
     if not path.exists():
         return []
-    text = path.read_text(encoding="utf-8", errors="replace")
+    return read_text(path.read_text(encoding="utf-8", errors="replace"), path)
+
+
+def read_text(text, path):
+    """The questions of a predictions file's @p text (@p path names it in errors)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
