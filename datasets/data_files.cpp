@@ -81,13 +81,16 @@ std::string how_to_get(const DataFile& file) {
          "), or set SPEEDLABS_DATA_DIR to a directory that holds a correct copy";
 }
 
-// What identifies one version of a file on disk, cheaply: if any of these change, hash it again.
+// What identifies one version of a file on disk, cheaply: if any of these change, hash it again. The status
+// change time (ctime) is the one a user cannot set back: an edit in place that keeps the size and restores
+// the modification time with touch or utime still moves it.
 std::string file_identity(const fs::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return "";
   std::ostringstream key;
-  key << fs::absolute(path).lexically_normal().string() << '\t' << info.st_size << '\t' << info.st_ino << '\t'
-      << info.st_mtim.tv_sec << '.' << info.st_mtim.tv_nsec;
+  key << fs::absolute(path).lexically_normal().string() << '\t' << info.st_size << '\t' << info.st_dev << ':'
+      << info.st_ino << '\t' << info.st_mtim.tv_sec << '.' << info.st_mtim.tv_nsec << '\t' << info.st_ctim.tv_sec
+      << '.' << info.st_ctim.tv_nsec;
   return key.str();
 }
 

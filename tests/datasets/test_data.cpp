@@ -1,5 +1,7 @@
 // Data directory, checksums, the token cache, the batch loader and the tokenize tool.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -134,6 +136,34 @@ TEST_F(TempDirTest, CorruptCopyFailsTheChecksum) {
   EXPECT_NE(message.find("corrupt"), std::string::npos) << message;
   EXPECT_NE(message.find(copy.string()), std::string::npos) << message;
   EXPECT_NE(message.find(datasets::manifest()[0].sha256), std::string::npos) << message;
+}
+
+TEST_F(TempDirTest, AnEditInPlaceWithItsTimeRestoredIsStillCaught) {
+  const fs::path real = datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
+  std::string text = read_bytes(real);
+  const fs::path copy = dir_ / datasets::kShakespearePath;
+  write_bytes(copy, text);
+  EXPECT_NO_THROW(datasets::require_file(dir_, datasets::kShakespearePath));  // verified: the stamp remembers it
+  struct stat before {};
+  ASSERT_EQ(::stat(copy.c_str(), &before), 0);
+
+  // One byte changed in place (same size, same inode), then the modification time put back as it was.
+  text[1000] = text[1000] == 'a' ? 'b' : 'a';
+  {
+    std::fstream out(copy, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(1000);
+    out.put(text[1000]);
+  }
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, copy.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(::stat(copy.c_str(), &after), 0);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+
+  const std::string message = message_of([&] { datasets::require_file(dir_, datasets::kShakespearePath); });
+  EXPECT_NE(message.find("corrupt"), std::string::npos) << message;
 }
 
 TEST_F(TempDirTest, TokenCacheIsReusedAndInvalidatedWhenTheTextChanges) {
