@@ -42,6 +42,7 @@ MpiCommunicator::~MpiCommunicator() { MPI_Finalize(); }
 int MpiCommunicator::start_allreduce_sum(const torch::Tensor& flat) {
   require_flat_float(flat);
   const auto start = std::chrono::steady_clock::now();
+  count_ring_bytes(flat.numel() * 4, 2);
   int handle = 0;
   while (handle < static_cast<int>(in_use_.size()) && in_use_[handle]) ++handle;
   if (handle == static_cast<int>(in_use_.size())) {
@@ -68,6 +69,35 @@ void MpiCommunicator::wait(int handle) {
   check(MPI_Wait(&requests_[handle], MPI_STATUS_IGNORE), "MPI_Wait");
   mpi_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   in_use_[handle] = false;
+}
+
+void MpiCommunicator::reduce_scatter_sum(const torch::Tensor& full, const torch::Tensor& shard) {
+  require_flat_float(full);
+  require_flat_float(shard);
+  if (full.numel() != shard.numel() * size_) {
+    throw speedlabs::UsageError("reduce_scatter_sum: " + std::to_string(full.numel()) + " elements do not make " +
+                                std::to_string(size_) + " shards of " + std::to_string(shard.numel()));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  count_ring_bytes(full.numel() * 4, 1);
+  check(MPI_Reduce_scatter_block(full.data_ptr<float>(), shard.data_ptr<float>(), static_cast<int>(shard.numel()),
+                                 MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Reduce_scatter_block");
+  mpi_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void MpiCommunicator::all_gather_into(const torch::Tensor& full) {
+  require_flat_float(full);
+  if (full.numel() % size_ != 0) {
+    throw speedlabs::UsageError("all_gather_into: " + std::to_string(full.numel()) + " elements do not split over " +
+                                std::to_string(size_) + " workers");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  count_ring_bytes(full.numel() * 4, 1);
+  const int slice = static_cast<int>(full.numel() / size_);
+  check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full.data_ptr<float>(), slice, MPI_FLOAT, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  mpi_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 double MpiCommunicator::sum(double value) {

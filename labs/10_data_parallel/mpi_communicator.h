@@ -30,6 +30,10 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
   int start_allreduce_sum(const torch::Tensor& flat) override;
   void wait(int handle) override;
+  /// MPI_Reduce_scatter_block(MPI_FLOAT, MPI_SUM).
+  void reduce_scatter_sum(const torch::Tensor& full, const torch::Tensor& shard) override;
+  /// MPI_Allgather(MPI_IN_PLACE).
+  void all_gather_into(const torch::Tensor& full) override;
 
   /// The sum of @p value over all workers (a blocking MPI_Allreduce of one double).
   /// @param value this worker's value
@@ -54,7 +58,8 @@ class MpiCommunicator : public Communicator {
   /// @param exit_code the code mpirun exits with
   [[noreturn]] void abort(int exit_code);
 
-  /// Seconds this worker spent inside start_allreduce_sum() and wait() since the last call, then resets
+  /// Seconds this worker spent inside start_allreduce_sum(), wait(), reduce_scatter_sum() and
+  /// all_gather_into() since the last call, then resets
   /// the count: the communication time that was not hidden behind other work.
   double take_mpi_seconds();
 

@@ -61,6 +61,7 @@ int NcclCommunicator::start_allreduce_sum(const torch::Tensor& flat) {
   if (!flat.is_cuda() || flat.scalar_type() != torch::kFloat || !flat.is_contiguous()) {
     throw speedlabs::UsageError("an NCCL all-reduce needs a contiguous float32 CUDA tensor, got " + flat.toString());
   }
+  count_ring_bytes(flat.numel() * 4, 2);
   int handle = 0;
   while (handle < static_cast<int>(state_->in_use.size()) && state_->in_use[handle]) ++handle;
   if (handle == static_cast<int>(state_->in_use.size())) {
@@ -93,6 +94,50 @@ void NcclCommunicator::wait(int handle) {
   check_cuda(cudaStreamWaitEvent(c10::cuda::getCurrentCUDAStream().stream(), state_->done[handle], 0),
              "cudaStreamWaitEvent");
   state_->in_use[handle] = false;
+}
+
+template <typename Collective>
+void NcclCommunicator::run_in_order(const torch::Tensor& tensor, const Collective& collective) {
+  if (!tensor.is_cuda() || tensor.scalar_type() != torch::kFloat || !tensor.is_contiguous()) {
+    throw speedlabs::UsageError("an NCCL collective needs a contiguous float32 CUDA tensor, got " + tensor.toString());
+  }
+  cudaEvent_t event = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  const auto current = c10::cuda::getCurrentCUDAStream(tensor.device().index());
+  check_cuda(cudaEventRecord(event, current.stream()), "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(state_->stream.stream(), event, 0), "cudaStreamWaitEvent");
+  collective(state_->stream.stream());
+  c10::cuda::CUDACachingAllocator::recordStream(tensor.storage().data_ptr(), state_->stream);
+  check_cuda(cudaEventRecord(event, state_->stream.stream()), "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(current.stream(), event, 0), "cudaStreamWaitEvent");
+  check_cuda(cudaEventDestroy(event), "cudaEventDestroy");  // destroyed once its waits complete (CUDA's rule)
+}
+
+void NcclCommunicator::reduce_scatter_sum(const torch::Tensor& full, const torch::Tensor& shard) {
+  if (full.numel() != shard.numel() * size_) {
+    throw speedlabs::UsageError("reduce_scatter_sum: " + std::to_string(full.numel()) + " elements do not make " +
+                                std::to_string(size_) + " shards of " + std::to_string(shard.numel()));
+  }
+  count_ring_bytes(full.numel() * 4, 1);
+  run_in_order(full, [&](cudaStream_t stream) {
+    check_nccl(ncclReduceScatter(full.data_ptr<float>(), shard.data_ptr<float>(), static_cast<size_t>(shard.numel()),
+                                 ncclFloat, ncclSum, state_->comm, stream),
+               "ncclReduceScatter");
+  });
+  c10::cuda::CUDACachingAllocator::recordStream(shard.storage().data_ptr(), state_->stream);
+}
+
+void NcclCommunicator::all_gather_into(const torch::Tensor& full) {
+  if (full.numel() % size_ != 0) {
+    throw speedlabs::UsageError("all_gather_into: " + std::to_string(full.numel()) + " elements do not split over " +
+                                std::to_string(size_) + " workers");
+  }
+  count_ring_bytes(full.numel() * 4, 1);
+  const auto slice = static_cast<size_t>(full.numel() / size_);
+  run_in_order(full, [&](cudaStream_t stream) {
+    float* data = full.data_ptr<float>();
+    check_nccl(ncclAllGather(data + slice * rank_, data, slice, ncclFloat, state_->comm, stream), "ncclAllGather");
+  });
 }
 
 }  // namespace lab10

@@ -40,8 +40,16 @@ class NcclCommunicator : public Communicator {
   /// @param flat a contiguous float32 tensor on this worker's GPU
   int start_allreduce_sum(const torch::Tensor& flat) override;
   void wait(int handle) override;
+  /// ncclReduceScatter(ncclSum) on NCCL's stream, ordered after and before the current stream's work.
+  void reduce_scatter_sum(const torch::Tensor& full, const torch::Tensor& shard) override;
+  /// ncclAllGather in place (each worker sends its slice of @p full), ordered like reduce_scatter_sum().
+  void all_gather_into(const torch::Tensor& full) override;
 
  private:
+  /// Queues @p collective on NCCL's stream after the current stream's work so far, and makes the current
+  /// stream wait for it: blocking for the GPU's order, not for the host.
+  template <typename Collective>
+  void run_in_order(const torch::Tensor& tensor, const Collective& collective);
   struct State;  // NCCL and CUDA handles, kept out of this header so that it needs neither
   std::unique_ptr<State> state_;
   int rank_ = 0;

@@ -55,50 +55,10 @@ struct Trace {
   std::vector<bool> in_sync;
 };
 
-// A fingerprint of the exact bits of every weight: the bit patterns as integers, weighted by position
-// within a tensor and mixed across tensors, so one differing bit anywhere changes it.
-uint64_t weights_checksum(GPT& model) {
-  torch::NoGradGuard no_grad;
-  uint64_t checksum = 0;
-  for (const auto& p : model->parameters()) {
-    const auto bits = p.detach().contiguous().view(torch::kInt32).to(torch::kInt64).flatten();
-    const auto position = torch::arange(bits.numel(), bits.options()).remainder(64) + 1;
-    checksum = checksum * 1000003u + static_cast<uint64_t>((bits * position).sum().item<int64_t>());
-  }
-  return checksum;
-}
-
 speedlabs::gpt::GPTConfig model_config(const JobSpec& spec, int rank) {
   auto config = speedlabs::gpt::GPTConfig::by_name(spec.model);
   if (rank == spec.faults.bigger_model_rank) config.n_layer += 1;
   return config;
-}
-
-// Before step 0: every worker must see the world size the launcher started and build the same model,
-// or the all-reduces would pair up buffers of different sizes (or wait for a worker that never comes).
-void check_workers_agree(const JobSpec& spec, GPT& model, MpiCommunicator& comm) {
-  if (comm.size() != spec.expect_workers) {
-    throw speedlabs::UsageError("world size mismatch: mpirun started " + std::to_string(comm.size()) +
-                                " workers, the job was set up for " + std::to_string(spec.expect_workers));
-  }
-  int64_t shape_hash = 0;
-  for (const auto& p : model->parameters()) {
-    for (int64_t size : p.sizes()) shape_hash = shape_hash * 31 + size;
-    shape_hash = shape_hash * 17 + p.dim();
-  }
-  const std::vector<int64_t> mine{speedlabs::gpt::parameter_count(model),
-                                  static_cast<int64_t>(model->parameters().size()), shape_hash, spec.batch, spec.seq};
-  const auto all = comm.all_gather(mine);
-  for (int r = 1; r < comm.size(); ++r) {
-    const int64_t* theirs = &all[r * mine.size()];
-    if (!std::equal(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(mine.size()), theirs)) {
-      throw speedlabs::UsageError("model shape mismatch at start: rank " + std::to_string(r) + " has " +
-                                  std::to_string(theirs[0]) + " parameters in " + std::to_string(theirs[1]) +
-                                  " tensors (shape hash " + std::to_string(theirs[2]) + "), rank 0 has " +
-                                  std::to_string(all[0]) + " in " + std::to_string(all[1]) + " (shape hash " +
-                                  std::to_string(all[2]) + "); every worker must build the same model");
-    }
-  }
 }
 
 void print_step(const std::string& mode, int step, double loss, double step_ms, double comm_ms) {
@@ -126,7 +86,7 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
   const int64_t rows = spec.batch / workers;
   torch::manual_seed(spec.seed);
   GPT model(model_config(spec, comm.rank()));
-  check_workers_agree(spec, model, comm);
+  check_workers_agree(spec.expect_workers, spec.batch, spec.seq, model, comm);
   model->to(engine.device);
   auto optimizer = speedlabs::gpt::make_adamw(model, spec.lr);
   auto params = model->parameters();
@@ -163,7 +123,7 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
 
     // Measurement, outside the timed step: the global batch's loss, and whether the weights still agree.
     trace.losses.push_back(comm.sum(loss.item<double>()) / workers);
-    const auto [low, high] = comm.min_max(weights_checksum(model));
+    const auto [low, high] = comm.min_max(weights_checksum(model->parameters()));
     trace.in_sync.push_back(low == high);
     if (comm.rank() == 0 && (step % spec.log_every == 0 || step == spec.steps - 1)) {
       print_step(mode, step, trace.losses.back(), trace.step_ms.back(), trace.comm_ms.back());
@@ -270,15 +230,49 @@ nlohmann::json run_job(const JobSpec& spec, MpiCommunicator& comm) {
 
 }  // namespace
 
-int worker_main(int argc, char** argv, const std::string& spec_text) {
+uint64_t weights_checksum(const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  uint64_t checksum = 0;
+  for (const auto& p : tensors) {
+    const auto bits = p.detach().contiguous().view(torch::kInt32).to(torch::kInt64).flatten();
+    const auto position = torch::arange(bits.numel(), bits.options()).remainder(64) + 1;
+    checksum = checksum * 1000003u + static_cast<uint64_t>((bits * position).sum().item<int64_t>());
+  }
+  return checksum;
+}
+
+void check_workers_agree(int expect_workers, int64_t batch, int64_t seq, GPT& model, MpiCommunicator& comm) {
+  if (comm.size() != expect_workers) {
+    throw speedlabs::UsageError("world size mismatch: mpirun started " + std::to_string(comm.size()) +
+                                " workers, the job was set up for " + std::to_string(expect_workers));
+  }
+  int64_t shape_hash = 0;
+  for (const auto& p : model->parameters()) {
+    for (int64_t size : p.sizes()) shape_hash = shape_hash * 31 + size;
+    shape_hash = shape_hash * 17 + p.dim();
+  }
+  const std::vector<int64_t> mine{speedlabs::gpt::parameter_count(model),
+                                  static_cast<int64_t>(model->parameters().size()), shape_hash, batch, seq};
+  const auto all = comm.all_gather(mine);
+  for (int r = 1; r < comm.size(); ++r) {
+    const int64_t* theirs = &all[r * mine.size()];
+    if (!std::equal(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(mine.size()), theirs)) {
+      throw speedlabs::UsageError("model shape mismatch at start: rank " + std::to_string(r) + " has " +
+                                  std::to_string(theirs[0]) + " parameters in " + std::to_string(theirs[1]) +
+                                  " tensors (shape hash " + std::to_string(theirs[2]) + "), rank 0 has " +
+                                  std::to_string(all[0]) + " in " + std::to_string(all[1]) + " (shape hash " +
+                                  std::to_string(all[2]) + "); every worker must build the same model");
+    }
+  }
+}
+
+int run_mpi_worker(int argc, char** argv, const std::string& who, const std::function<void(MpiCommunicator&)>& job) {
   MpiCommunicator comm(&argc, &argv);
   torch::set_num_threads(1);  // one intra-op thread per worker: the workers are the parallelism
   int code = speedlabs::kExitRuntime;
   std::string why;
   try {
-    const JobSpec spec = job_spec_from_json(nlohmann::json::parse(spec_text));
-    const auto result = run_job(spec, comm);
-    if (comm.rank() == 0) speedlabs::write_file_atomically(spec.out_path, result.dump(1) + "\n");
+    job(comm);
     return 0;
   } catch (const speedlabs::UsageError& e) {
     why = std::string("error: ") + e.what();
@@ -293,10 +287,18 @@ int worker_main(int argc, char** argv, const std::string& spec_text) {
   }
   // One write of the whole line: stderr is unbuffered, and piece by piece another process's output (here
   // mpirun's abort banner) can land inside it, so that the launcher cannot find the worker's message.
-  const std::string line = "lab10 worker " + std::to_string(comm.rank()) + ": " + why + "\n";
+  const std::string line = who + " " + std::to_string(comm.rank()) + ": " + why + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
-  comm.abort(code);  // the other workers may be waiting in an all-reduce: end them all, now
+  comm.abort(code);  // the other workers may be waiting in a collective: end them all, now
+}
+
+int worker_main(int argc, char** argv, const std::string& spec_text) {
+  return run_mpi_worker(argc, argv, "lab10 worker", [&](MpiCommunicator& comm) {
+    const JobSpec spec = job_spec_from_json(nlohmann::json::parse(spec_text));
+    const auto result = run_job(spec, comm);
+    if (comm.rank() == 0) speedlabs::write_file_atomically(spec.out_path, result.dump(1) + "\n");
+  });
 }
 
 }  // namespace lab10

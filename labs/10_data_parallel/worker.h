@@ -7,10 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "common/gpt.h"
+
 namespace lab10 {
+
+class MpiCommunicator;
 
 /// Deliberate faults, for the tests of the fault handling only.
 struct Faults {
@@ -55,5 +60,31 @@ JobSpec job_spec_from_json(const nlohmann::json& json);
 /// @param spec_text the JobSpec as JSON text
 /// @return the exit code (0 on success; errors leave through MPI_Abort)
 int worker_main(int argc, char** argv, const std::string& spec_text);
+
+/// What every worker of the MPI engine does around its job (lab 10's and lab 11's): MPI_Init, one intra-op
+/// thread, then @p job; on an error, the line "<who> <rank>: <why>" on stderr and MPI_Abort with the lab's
+/// exit code (2 usage or mismatch, 3 runtime, 4 stub), so that mpirun ends every other worker at once.
+/// @param argc main's argc (MPI_Init may read it)
+/// @param argv main's argv
+/// @param who  how the error line names a worker, e.g. "lab10 worker" (the launcher looks for it)
+/// @param job  the worker's work
+/// @return 0 on success (errors leave through MPI_Abort)
+int run_mpi_worker(int argc, char** argv, const std::string& who, const std::function<void(MpiCommunicator&)>& job);
+
+/// A fingerprint of the exact bits of @p tensors (float32): the bit patterns as integers, weighted by
+/// position within a tensor and mixed across tensors, so one differing bit anywhere changes it.
+/// @param tensors the weights
+uint64_t weights_checksum(const std::vector<torch::Tensor>& tensors);
+
+/// Before step 0: every worker must see the world size the launcher started and build the same model, or
+/// the collectives would pair buffers of different sizes (or wait for a worker that never comes). Throws
+/// speedlabs::UsageError naming the rank that differs.
+/// @param expect_workers the world size the launcher started
+/// @param batch          B, the global batch (compared too)
+/// @param seq            T (compared too)
+/// @param model          this worker's model
+/// @param comm           the job's MPI communicator
+void check_workers_agree(int expect_workers, int64_t batch, int64_t seq, speedlabs::gpt::GPT& model,
+                         MpiCommunicator& comm);
 
 }  // namespace lab10

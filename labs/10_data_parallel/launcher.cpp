@@ -1,0 +1,95 @@
+#include "launcher.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/format.h"
+#include "common/process.h"
+
+namespace lab10 {
+
+namespace {
+
+std::filesystem::path temporary_result_path() {
+  static std::atomic<int> counter{0};
+  return std::filesystem::temp_directory_path() /
+         ("speedlabs-job-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
+}
+
+// The lines of a job's output that say why it stopped: the workers' error lines and, with @p mpirun_too,
+// mpirun's account of who died. @p first_only: one line (every worker reports the same usage error).
+std::string why_the_job_stopped(const std::string& output, const std::string& who, bool mpirun_too, bool first_only) {
+  std::istringstream lines(output);
+  std::string line, why;
+  while (std::getline(lines, line)) {
+    const bool ours = line.find(who) != std::string::npos;
+    const bool mpiruns = line.find("mpirun noticed") != std::string::npos;
+    if (ours || (mpirun_too && mpiruns)) why += (why.empty() ? "" : "\n  ") + line;
+    if (first_only && !why.empty()) break;
+  }
+  return why.empty() ? "(no worker said why; the output is above)" : why;
+}
+
+}  // namespace
+
+Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
+  const auto out_path = temporary_result_path();
+  spec["out_path"] = out_path.string();
+  std::string program = launch.program;
+  if (program.empty()) {
+    std::error_code error;
+    program = std::filesystem::read_symlink("/proc/self/exe", error).string();
+    if (error) throw speedlabs::RuntimeFailure("cannot find this program's path (/proc/self/exe): " + error.message());
+  }
+  std::vector<std::string> argv{launch.mpirun};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root without it
+  for (const char* flag : {"--oversubscribe", "--bind-to", "none", "-np"}) argv.emplace_back(flag);
+  argv.push_back(std::to_string(launch.workers));
+  if (!launch.hostfile.empty()) {
+    argv.insert(argv.end(), {"--hostfile", launch.hostfile});
+  } else {  // one machine: keep every socket, MPI's and its launcher's, on the loopback interface
+    argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"});
+  }
+  argv.insert(argv.end(), {program, "--worker", spec.dump()});
+
+  speedlabs::ProcessOptions options;
+  options.timeout_s = launch.timeout_s;
+  options.env = {{"OMP_NUM_THREADS", "1"}};
+  const speedlabs::ContentionProbe probe;  // the workers' CPU counts as ours once mpirun has reaped them
+  const auto process = speedlabs::run_process(argv, options);
+  Launched launched;
+  launched.contention = probe.read();
+  std::cout << process.output << std::flush;
+  if (process.interrupted) throw speedlabs::RuntimeFailure("interrupted: the " + launch.name + " was stopped");
+  if (process.timed_out) {
+    throw speedlabs::RuntimeFailure("the " + launch.name + " did not finish within " +
+                                    speedlabs::fixed(launch.timeout_s, 0) + " s and was ended with every worker");
+  }
+  if (!process.ok()) {
+    std::filesystem::remove(out_path);
+    if (process.exit_code == speedlabs::kExitUsage) {
+      throw speedlabs::UsageError("the workers stopped at start: " +
+                                  why_the_job_stopped(process.output, launch.who, false, true));
+    }
+    if (process.exit_code == speedlabs::kExitNotImplemented) {
+      throw speedlabs::NotImplementedError(why_the_job_stopped(process.output, launch.who, false, true));
+    }
+    throw speedlabs::RuntimeFailure("the " + launch.name + " failed (" + process.describe() +
+                                    "); every other worker was stopped:\n  " +
+                                    why_the_job_stopped(process.output, launch.who, true, false));
+  }
+  std::ifstream in(out_path);
+  if (!in) throw speedlabs::RuntimeFailure("the " + launch.name + " ended without writing " + out_path.string());
+  launched.result = nlohmann::json::parse(in);
+  std::filesystem::remove(out_path);
+  return launched;
+}
+
+}  // namespace lab10

@@ -1,0 +1,43 @@
+/// @file labs/10_data_parallel/launcher.h
+/// @brief Starting a job of MPI workers from the lab's own program, and reading what rank 0 wrote.
+///
+/// The worker side is run_mpi_worker (worker.h). Lab 11 starts its jobs with this; lab 10's own run_job
+/// (experiment.cpp) still holds the same steps written out for its JobSpec, to be moved onto it.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "common/contention.h"
+
+namespace lab10 {
+
+/// How to start one job.
+struct Launch {
+  int workers = 2;             ///< N, the processes mpirun starts
+  std::string program;         ///< the worker program ("" = this program, /proc/self/exe), run as PROGRAM --worker SPEC
+  std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
+  std::string hostfile;        ///< an mpirun host file ("" = this machine, every socket on the loopback interface)
+  double timeout_s = 900;      ///< the job is ended, with every worker, after this long
+  std::string who;             ///< how a worker names itself in its error line, e.g. "lab11 worker" (run_mpi_worker)
+  std::string name;            ///< the job in messages, e.g. "2-worker job"
+};
+
+/// What rank 0 wrote, and how busy the machine was meanwhile.
+struct Launched {
+  nlohmann::json result;  ///< rank 0's JSON
+  /// The launcher's ContentionProbe around mpirun: the workers are its reaped descendants, so their CPU
+  /// counts as the run's own and only other programs make the reading busy.
+  speedlabs::Contention contention;
+};
+
+/// Starts `mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np N (--hostfile F | loopback only)
+/// PROGRAM --worker SPEC`, with @p spec's "out_path" set to a temporary file that rank 0 writes, waits at most
+/// launch.timeout_s and prints the job's output. Throws speedlabs::UsageError when the workers stopped with
+/// a usage error (exit 2), NotImplementedError when an exercise is a stub (exit 4), and RuntimeFailure,
+/// with mpirun's account of which worker died, for anything else (a killed worker, a timeout).
+/// @param launch how to start it
+/// @param spec   the job, passed to every worker as JSON
+Launched launch_mpi_job(const Launch& launch, nlohmann::json spec);
+
+}  // namespace lab10
