@@ -104,6 +104,18 @@ speedlabs::Summary timed_steps(const ModeResult& r, const Config& config) {
   return speedlabs::summarize_samples(ms);
 }
 
+// @p slower's step time over @p faster's at the same step, for every timed step (after the warm-up; a
+// one-step run: its only step), summarised: the per-round ratios of two modes trained round-robin.
+speedlabs::Summary paired_step_ratios(const ModeResult& slower, const ModeResult& faster, const Config& config) {
+  std::vector<double> ratios;
+  const size_t n = std::min(slower.steps.size(), faster.steps.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (slower.steps[i].step >= warmup_steps(config.steps)) ratios.push_back(slower.steps[i].ms / faster.steps[i].ms);
+  }
+  if (ratios.empty()) ratios.push_back(slower.steps[n - 1].ms / faster.steps[n - 1].ms);
+  return speedlabs::summarize_samples(ratios);
+}
+
 double mean_of_last_steps(const ModeResult& r) {
   const size_t n = std::min(r.steps.size(), static_cast<size_t>(warmup_steps(static_cast<int>(r.steps.size()))));
   double sum = 0;
@@ -195,7 +207,7 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
                dtypes, "only Float", all_float);
 
   // Each mode's rate carries its steps' spread (the rate of every timed step: median and quartiles) and the
-  // machine's reading over the mode's training.
+  // machine's reading over the training (all modes train side by side, so one reading).
   const double tokens_per_step = static_cast<double>(config.batch * config.seq);
   for (const auto& r : results) {
     speedlabs::Evidence evidence;
@@ -226,15 +238,15 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
     report.not_applicable("tf32_faster_than_fp32", faster_claim, "tf32 tokens/s > fp32 tokens/s", reason);
     report.not_applicable("tf32_differs_slightly_from_fp32", differs_claim, differs_expected, reason);
   } else {
-    const double speedup = tf32->tokens_per_s / fp32->tokens_per_s;
-    // Not interleaved: each mode trains its own model from the same weights, all its steps in a row, and
-    // alternating fp32 and tf32 steps would mean two models and optimizers in one restructured loop. So the
-    // evidence is per step: fp32's step times over tf32's, the ratio of the medians with the quartiles
-    // crossed (speedlabs::ratio_of_sequential), under the busier of the two modes' readings.
+    // Interleaved: the modes train round-robin, step by step, so fp32's step s and tf32's step s ran one
+    // right after the other; the ratio is taken within each such pair (fp32's time over tf32's: tf32's
+    // speed-up) and summarised over the timed steps, under the reading of the whole run.
+    const speedlabs::Summary ratios = paired_step_ratios(*fp32, *tf32, config);
+    const double speedup = ratios.median;
     speedlabs::Evidence evidence;
-    evidence.value = speedlabs::ratio_of_sequential(timed_steps(*fp32, config), timed_steps(*tf32, config));
-    evidence.contention = speedlabs::busier(fp32->contention, tf32->contention);
-    evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s", speedup)};
+    evidence.value = ratios;
+    evidence.contention = fp32->contention;
+    evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s within a step (median)", speedup)};
     // The tiny model's matmuls are too small for tensor cores to matter, so there it is only reported.
     report.decide("tf32_faster_than_fp32", faster_claim, speedup, "tf32 / fp32 tokens/s > 1", evidence,
                   [](double s) { return s > 1.0; }, config.model == "gpt2");
@@ -277,7 +289,7 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
   speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between two steps, with the CSV whole
   CsvLog csv(config.csv_path);
   const TrainingRun run{config, device, model_config, tokens, csv, bar};
-  std::vector<ModeResult> results;
+  std::vector<Precision> runnable;
   std::map<Precision, std::string> skipped;
   for (Precision mode : config.modes) {
     const std::string reason = why_not_runnable(mode, device);
@@ -286,9 +298,15 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
       skipped[mode] = reason;
       continue;
     }
+    runnable.push_back(mode);
+  }
+  std::vector<ModeResult> results;
+  if (!runnable.empty()) {
+    // The modes train side by side, step by step, so they share one window of the machine and its reading.
     const speedlabs::ContentionProbe probe;
-    results.push_back(train_one_mode(run, mode));
-    results.back().contention = probe.read();
+    results = train_modes(run, runnable);
+    const speedlabs::Contention contention = probe.read();
+    for (auto& r : results) r.contention = contention;
   }
   if (results.empty()) throw speedlabs::RuntimeFailure("no precision mode can run on " + device.str());
 

@@ -26,7 +26,7 @@ struct Config {
   double lr = 1e-3;            ///< AdamW learning rate
   uint64_t seed = 42;          ///< torch seed for the initial weights (the same in every mode)
   int log_every = 10;          ///< print a line every this many steps (and at the last step)
-  std::vector<speedlabs::Precision> modes{speedlabs::Precision::fp32};  ///< modes to run, in order
+  std::vector<speedlabs::Precision> modes{speedlabs::Precision::fp32};  ///< modes to train, side by side (round-robin, step by step)
   std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
   std::string csv_path;        ///< every step's loss and time as CSV ("" = none)
   std::string plots_dir;       ///< loss curves and tokens/s chart as SVG ("" = none)
@@ -54,14 +54,15 @@ struct ModeResult {
   std::vector<std::string> weight_dtypes; ///< distinct parameter dtypes after training
   int nonfinite_fp16_steps = 0;           ///< fp16 steps whose loss overflowed (the scaler skips them)
   double final_loss_scale = 1;            ///< the GradScaler's scale at the end (fp16; 1 otherwise)
-  speedlabs::Contention contention;       ///< how busy the machine was while this mode trained
+  speedlabs::Contention contention;       ///< how busy the machine was while the modes trained (one window)
 };
 
 /// Steps excluded from the speed statistics: the first 10%, at least one (allocation, kernel selection).
 /// @param steps the number of steps run
 int warmup_steps(int steps);
 
-/// Runs every mode of @p config on @p device from the same initial weights and batches, prints the
+/// Trains every mode of @p config on @p device from the same initial weights and batches, side by side
+/// (round-robin, step by step: every mode's model lives at once), prints the
 /// logged steps and the comparison table, writes the CSV and plots, and records the observations
 /// tokens_loaded, batches_per_epoch, initial_loss_near_ln_vocab, loss_decreases, modes_track_fp32,
 /// weights_stay_fp32, tokens_per_s_<mode>, tf32_faster_than_fp32 and tf32_differs_slightly_from_fp32.
@@ -70,7 +71,7 @@ int warmup_steps(int steps);
 /// @param config the run
 /// @param device where to train
 /// @param report receives the observations
-/// @return the results of each mode, in the order run
+/// @return the results of each mode that could run, in the order of config.modes
 std::vector<ModeResult> run(const Config& config, const c10::Device& device, speedlabs::Report& report);
 
 /// Writes lab05_loss.svg (loss per step, one curve per mode) and lab05_tokens_per_s.svg (a bar per

@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   return speedlabs::run_lab(
       argc, argv, {"05", "05_gpt2", "GPT-2 on tiny shakespeare in fp32, tf32, bf16 and fp16: speed and loss"},
       [&](CLI::App& app) {
-        flags.on_given(app.add_option("--precision", precision, "fp32, tf32, bf16, fp16, or all (one after the other)")
+        flags.on_given(app.add_option("--precision", precision, "fp32, tf32, bf16, fp16, or all (side by side, step by step)")
                            ->check(CLI::IsMember(precision_choices))
                            ->capture_default_str(),
                        [&](lab05::Config& config) {

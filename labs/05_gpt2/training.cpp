@@ -9,6 +9,8 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -66,79 +68,139 @@ void CsvLog::add(const std::string& line) {
 
 bool logged(int step, const Config& config) { return step % config.log_every == 0 || step == config.steps - 1; }
 
-ModeResult train_one_mode(const TrainingRun& run, Precision mode) {
-  const Config& config = run.config;
-  ModeResult result;
-  result.mode = mode;
-  speedlabs::reset_peak_memory(run.device);
-  // The same seed before each model: every mode starts from the same weights and sees the same batches.
-  torch::manual_seed(config.seed);
-  gpt::GPT model(run.model_config, causal_attention);
-  model->to(run.device);
-  datasets::DataLoaderLite loader(run.tokens, config.batch, config.seq);
-  auto optimizer = gpt::make_adamw(model, config.lr);
-  lab03::GradScaler scaler;  // your lab 03 scaler; train_step needs it in fp16 only
+namespace {
 
-  const std::string name = speedlabs::to_string(mode);
-  const double tokens_per_step = static_cast<double>(config.batch * config.seq);
+// The bytes tensors hold on @p device now: resetting the allocator's peak makes it what is allocated now.
+// nullopt where the allocator keeps no statistics (the CPU).
+std::optional<int64_t> allocated_now(const c10::Device& device) {
+  speedlabs::reset_peak_memory(device);
+  return speedlabs::peak_memory_bytes(device);
+}
+
+// One mode's training: its own model, optimizer, scaler and loader, and what it measured so far.
+struct ModeState {
+  ModeState(const TrainingRun& run, Precision mode)
+      : model(run.model_config, causal_attention),
+        loader(run.tokens, run.config.batch, run.config.seq),
+        optimizer((model->to(run.device), gpt::make_adamw(model, run.config.lr))),
+        name(speedlabs::to_string(mode)) {
+    result.mode = mode;
+  }
+  gpt::GPT model;
+  datasets::DataLoaderLite loader;
+  torch::optim::AdamW optimizer;
+  lab03::GradScaler scaler;  // your lab 03 scaler; train_step needs it in fp16 only
+  std::string name;
+  ModeResult result;
   int nonfinite_in_a_row = 0;
+  // Device memory, where the allocator counts it: the bytes this mode's own tensors hold between its steps
+  // (model, gradients, optimizer state), and its peak (those plus its step's transient tensors). Every mode
+  // lives at once, so a step's peak less what the other modes hold is this mode's own peak.
+  int64_t own_bytes = 0;
+  std::optional<int64_t> peak_bytes;
+};
+
+// Step @p step of one mode: timed, written to the CSV, checked for a non-finite loss, logged.
+void train_step_of(const TrainingRun& run, ModeState& m, int step, double tokens_per_step) {
+  const Config& config = run.config;
+  // Ctrl-C or SIGTERM: stop between two steps (the progress bar erases itself on the way out).
+  speedlabs::stop_if_asked("at step " + std::to_string(step) + " of mode " + m.name +
+                           (config.csv_path.empty() ? "" : "; the steps done so far are in " + config.csv_path));
+  const auto before = allocated_now(run.device);
+  torch::Tensor loss;
+  const double ms = speedlabs::time_once_ms(
+      [&] {
+        const auto batch = m.loader.next_batch();
+        loss = train_step(m.model, m.optimizer, batch.x.to(run.device), batch.y.to(run.device), m.result.mode,
+                          &m.scaler);
+      },
+      run.device);
+  if (before) {
+    const int64_t peak = speedlabs::peak_memory_bytes(run.device).value_or(*before);
+    const int64_t others = *before - m.own_bytes;
+    m.peak_bytes = std::max(m.peak_bytes.value_or(0), peak - others);
+    m.own_bytes += allocated_now(run.device).value_or(*before) - *before;
+  }
+  const double value = loss.item<double>();
+  const StepRecord record{step, value, ms, tokens_per_step / (ms / 1000.0)};
+  m.result.steps.push_back(record);
+  std::ostringstream line;
+  line << m.name << ',' << step << ',' << std::setprecision(9) << value << ',' << fixed(ms, 3) << ','
+       << fixed(record.tokens_per_s, 1);
+  run.csv.add(line.str());  // after every step: a killed or interrupted run keeps every finished step
+  if (!std::isfinite(value)) {
+    if (m.result.mode != Precision::fp16) {
+      throw speedlabs::RuntimeFailure("the loss is " + std::string(std::isnan(value) ? "NaN" : "inf") +
+                                      " at step " + std::to_string(step) + " in " + m.name +
+                                      ": training diverged; try a smaller --lr");
+    }
+    ++m.result.nonfinite_fp16_steps;  // float16 overflow: the scaler skips this step and lowers the scale
+    if (++m.nonfinite_in_a_row == kMaxNonfiniteInARow) {
+      throw speedlabs::RuntimeFailure(
+          "the fp16 loss is NaN or inf at " + std::to_string(kMaxNonfiniteInARow) + " steps in a row (to step " +
+          std::to_string(step) + "): the forward pass overflows float16, which loss scaling cannot fix; "
+          "try a smaller --lr, or bf16");
+    }
+  } else {
+    m.nonfinite_in_a_row = 0;
+  }
+  if (logged(step, config)) {
+    run.bar.clear();
+    std::cout << "  " << std::left << std::setw(5) << m.name << std::right << "step " << std::setw(4) << step
+              << " | loss " << fixed(value, 6) << " | " << std::setw(9) << fixed(ms, 2) << " ms/step | "
+              << std::setw(9) << fixed(record.tokens_per_s, 0) << " tokens/s" << std::endl;
+  }
+}
+
+}  // namespace
+
+std::vector<ModeResult> train_modes(const TrainingRun& run, const std::vector<Precision>& modes) {
+  const Config& config = run.config;
+  std::vector<std::unique_ptr<ModeState>> states;
+  std::string label;
+  for (Precision mode : modes) {
+    const auto before = allocated_now(run.device);
+    // The same seed before each model: every mode starts from the same weights (and each loader reads the
+    // same batches from the start).
+    torch::manual_seed(config.seed);
+    states.push_back(std::make_unique<ModeState>(run, mode));
+    if (before) {
+      states.back()->own_bytes = allocated_now(run.device).value_or(*before) - *before;
+      states.back()->peak_bytes = states.back()->own_bytes;
+    }
+    label += (label.empty() ? "" : " ") + states.back()->name;
+  }
+
+  // Round-robin, step by step: mode A step s, mode B step s, ..., the order reversed every other step so that
+  // no mode always runs right after another. Step s of every mode sees the same moment of the machine.
+  const double tokens_per_step = static_cast<double>(config.batch * config.seq);
   for (int step = 0; step < config.steps; ++step) {
-    // Ctrl-C or SIGTERM: stop between two steps (the progress bar erases itself on the way out).
-    speedlabs::stop_if_asked("at step " + std::to_string(step) + " of mode " + name +
-                             (config.csv_path.empty() ? "" : "; the steps done so far are in " + config.csv_path));
-    torch::Tensor loss;
-    const double ms = speedlabs::time_once_ms(
-        [&] {
-          const auto batch = loader.next_batch();
-          loss = train_step(model, optimizer, batch.x.to(run.device), batch.y.to(run.device), mode, &scaler);
-        },
-        run.device);
-    const double value = loss.item<double>();
-    const StepRecord record{step, value, ms, tokens_per_step / (ms / 1000.0)};
-    result.steps.push_back(record);
-    std::ostringstream line;
-    line << name << ',' << step << ',' << std::setprecision(9) << value << ',' << fixed(ms, 3) << ','
-         << fixed(record.tokens_per_s, 1);
-    run.csv.add(line.str());  // after every step: a killed or interrupted run keeps every finished step
-    if (!std::isfinite(value)) {
-      if (mode != Precision::fp16) {
-        throw speedlabs::RuntimeFailure("the loss is " + std::string(std::isnan(value) ? "NaN" : "inf") +
-                                        " at step " + std::to_string(step) + " in " + name +
-                                        ": training diverged; try a smaller --lr");
-      }
-      ++result.nonfinite_fp16_steps;  // float16 overflow: the scaler skips this step and lowers the scale
-      if (++nonfinite_in_a_row == kMaxNonfiniteInARow) {
-        throw speedlabs::RuntimeFailure(
-            "the fp16 loss is NaN or inf at " + std::to_string(kMaxNonfiniteInARow) + " steps in a row (to step " +
-            std::to_string(step) + "): the forward pass overflows float16, which loss scaling cannot fix; "
-            "try a smaller --lr, or bf16");
-      }
-    } else {
-      nonfinite_in_a_row = 0;
+    for (size_t i = 0; i < states.size(); ++i) {
+      ModeState& m = *states[step % 2 == 0 ? i : states.size() - 1 - i];
+      train_step_of(run, m, step, tokens_per_step);
     }
-    if (logged(step, config)) {
-      run.bar.clear();
-      std::cout << "  " << std::left << std::setw(5) << name << std::right << "step " << std::setw(4) << step
-                << " | loss " << fixed(value, 6) << " | " << std::setw(9) << fixed(ms, 2) << " ms/step | "
-                << std::setw(9) << fixed(record.tokens_per_s, 0) << " tokens/s" << std::endl;
-    }
-    run.bar.show(name, step + 1);
+    run.bar.show(label, step + 1);
   }
   run.bar.clear();
 
-  std::vector<double> timed;
-  for (const auto& s : result.steps) {
-    if (s.step >= warmup_steps(config.steps)) timed.push_back(s.ms);
+  std::vector<ModeResult> results;
+  for (auto& state : states) {
+    ModeResult& result = state->result;
+    std::vector<double> timed;
+    for (const auto& s : result.steps) {
+      if (s.step >= warmup_steps(config.steps)) timed.push_back(s.ms);
+    }
+    if (timed.empty()) timed.push_back(result.steps.back().ms);  // a one-step run has only its warm-up step
+    result.median_ms = speedlabs::summarize(timed).median_ms;
+    result.tokens_per_s = tokens_per_step / (result.median_ms / 1000.0);
+    result.peak_bytes = state->peak_bytes;
+    result.final_loss_scale = result.mode == Precision::fp16 ? state->scaler.get_scale() : 1.0;
+    std::set<std::string> dtypes;
+    for (const auto& p : state->model->parameters()) dtypes.insert(c10::toString(p.scalar_type()));
+    result.weight_dtypes.assign(dtypes.begin(), dtypes.end());
+    results.push_back(std::move(result));
   }
-  if (timed.empty()) timed.push_back(result.steps.back().ms);  // a one-step run has only its warm-up step
-  result.median_ms = speedlabs::summarize(timed).median_ms;
-  result.tokens_per_s = tokens_per_step / (result.median_ms / 1000.0);
-  result.peak_bytes = speedlabs::peak_memory_bytes(run.device);
-  result.final_loss_scale = mode == Precision::fp16 ? scaler.get_scale() : 1.0;
-  std::set<std::string> dtypes;
-  for (const auto& p : model->parameters()) dtypes.insert(c10::toString(p.scalar_type()));
-  result.weight_dtypes.assign(dtypes.begin(), dtypes.end());
-  return result;
+  return results;
 }
 
 }  // namespace lab05

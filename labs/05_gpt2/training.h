@@ -1,5 +1,6 @@
 /// @file labs/05_gpt2/training.h
-/// @brief Lab 05's training loop: one precision mode, step after step, logged, timed, interruptible.
+/// @brief Lab 05's training loop: every precision mode trained side by side, step by step (round-robin),
+/// logged, timed, interruptible.
 #pragma once
 #include <sys/types.h>
 
@@ -47,9 +48,14 @@ struct TrainingRun {
 /// True when @p step is printed (every config.log_every steps and the last): the loss curves compare those.
 bool logged(int step, const Config& config);
 
-/// Trains one mode from the seed's initial weights on the dataset's first batches: the same weights and
-/// batches in every mode. Throws speedlabs::RuntimeFailure on a non-finite loss (fp32, tf32, bf16), on
-/// eight non-finite fp16 losses in a row, and when Ctrl-C or SIGTERM asks to stop (between two steps).
-ModeResult train_one_mode(const TrainingRun& run, speedlabs::Precision mode);
+/// Trains every mode of @p modes from the seed's initial weights on the dataset's first batches (the same
+/// weights and batches in every mode), round-robin: step s of every mode, then step s + 1, the order of the
+/// modes reversed every other step. Each mode keeps its own model, optimizer, scaler and loader, so all of
+/// them are in memory at once; the step times of different modes taken at the same step saw the same
+/// moment of the machine, and their ratios are per-step pairs. Throws speedlabs::RuntimeFailure on a
+/// non-finite loss (fp32, tf32, bf16), on eight non-finite fp16 losses in a row, and when Ctrl-C or SIGTERM
+/// asks to stop (between two steps).
+/// @return each mode's result, in the order of @p modes; contention is left for the caller to fill
+std::vector<ModeResult> train_modes(const TrainingRun& run, const std::vector<speedlabs::Precision>& modes);
 
 }  // namespace lab05

@@ -133,11 +133,37 @@ TEST(Lab05Observations, QuickRunHoldsItsClaims) {
   ASSERT_EQ(results.size(), 3u);
   EXPECT_EQ(results[0].steps.front().loss, results[1].steps.front().loss);
   EXPECT_NEAR(results[2].steps.front().loss, results[0].steps.front().loss, 0.01 * results[0].steps.front().loss);
-  // The CSV has a header and one line per step per mode.
+  // The CSV has a header and one line per step per mode, the modes side by side: step 0 of every mode in
+  // the order given, step 1 in the reverse order, and so on (round-robin, so their step times pair up).
   std::ifstream csv(config.csv_path);
-  size_t lines = 0;
-  for (std::string line; std::getline(csv, line);) ++lines;
-  EXPECT_EQ(lines, 1 + results.size() * static_cast<size_t>(config.steps));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1 + results.size() * static_cast<size_t>(config.steps));
+  const std::vector<std::string> first_rounds{"fp32,0,", "tf32,0,", "bf16,0,", "bf16,1,", "tf32,1,", "fp32,1,"};
+  for (size_t i = 0; i < first_rounds.size(); ++i) {
+    EXPECT_EQ(lines[1 + i].rfind(first_rounds[i], 0), 0u) << "line " << i + 2 << ": " << lines[1 + i];
+  }
+}
+
+// On a GPU, tf32_faster_than_fp32 is decided on per-step pairs: fp32's step s over tf32's step s, one
+// ratio per timed step (the modes train round-robin).
+TEST(Lab05Observations, Tf32SpeedupIsDecidedOnPairedSteps) {
+  SPEEDLABS_REQUIRE_DATA();
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "TF32 is a CUDA tensor-core mode; no CUDA GPU here";
+  auto config = lab05::quick_config();
+  config.modes = {Precision::fp32, Precision::tf32};
+  speedlabs::Report report("05_gpt2", "cuda");
+  const auto results = lab05::run(config, c10::Device(c10::kCUDA), report);
+  const auto& o = report.at("tf32_faster_than_fp32");
+  EXPECT_TRUE(speedlabs::testing::timed_with_evidence(o));
+  EXPECT_FALSE(o.must_hold);  // the tiny model: reported
+  EXPECT_EQ(o.evidence["value"]["count"].get<int>(), config.steps - lab05::warmup_steps(config.steps));
+  EXPECT_DOUBLE_EQ(o.measured.get<double>(), o.evidence["value"]["median"].get<double>());
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.peak_bytes.has_value());  // each mode's own peak, the other mode's tensors left out
+    EXPECT_GT(*r.peak_bytes, 0);
+  }
 }
 
 TEST(Lab05Observations, ChaptersBatchShapeGives660BatchesAndLnVocabLoss) {
