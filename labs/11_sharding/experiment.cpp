@@ -1,0 +1,337 @@
+#include "experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "common/errors.h"
+#include "common/format.h"
+#include "common/plot.h"
+#include "common/process.h"
+#include "common/sequential.h"
+#include "common/timer.h"
+#include "datasets/data_files.h"
+#include "launcher.h"
+
+namespace lab11 {
+
+namespace {
+
+using speedlabs::fixed;
+
+// The losses of N workers against one worker's, relative. The same float32 terms are summed in another order
+// (each worker's B/N rows, then the all-reduce or reduce-scatter adds the N partial sums; the token
+// embedding's gradient is added from the head and from the lookup in two steps instead of autograd's one), so
+// the gradients differ in the last bits and AdamW keeps such differences relative: lab 10 measured about 2e-7
+// over 20 steps. 1e-4 leaves a margin of hundreds and still catches a real error: a worker stepping with its
+// own rows' gradient, a shard updated with another's gradient or a stale gather changes the loss in the 3rd
+// digit or earlier.
+constexpr double kLossRtol = 1e-4;
+// Bytes against their formulas. The counting allocator counts exactly what tensors ask for and the
+// communicator exactly what each collective sends, so the only differences are the padding (each unit rounded
+// up to a multiple of N: at most N-1 elements per unit) and, in the optimizer state, libtorch's AdamW
+// keeping none for padding: far below 1%. 5% (the issue's) leaves room for small tensors that come and go.
+constexpr double kBytesRtol = 0.05;
+// The peak against the sum of its parts: the activations are taken from stage 0's measured peak (the same
+// batch per worker at every stage) and the transient buffers (a unit's full gradient before its
+// reduce-scatter, the root unit gathered at stage 3) are estimated from the unit sizes; 20% covers what moves
+// between them (autograd's temporaries differ a little when backward runs a block at a time).
+constexpr double kPeakRtol = 0.20;
+
+double relative(double measured, double expected) { return std::abs(measured - expected) / std::abs(expected); }
+
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) throw speedlabs::RuntimeFailure("the runs have different numbers of steps");
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
+  return worst;
+}
+
+// The steps after the first (allocation and first-touch costs), summarised.
+speedlabs::Summary after_first_step(const std::vector<double>& values) {
+  return speedlabs::summarize_samples(std::vector<double>(values.begin() + (values.size() > 1 ? 1 : 0), values.end()));
+}
+
+std::string scientific(double value) {
+  std::ostringstream out;
+  out << std::scientific << std::setprecision(1) << value;
+  return out.str();
+}
+
+// Starts @p workers workers training @p stages.
+nlohmann::json run_job(const Config& config, int workers, const std::vector<int>& stages, speedlabs::Contention& contention) {
+  Job job;
+  job.model = config.model;
+  job.batch = config.batch;
+  job.seq = config.seq;
+  job.steps = config.steps;
+  job.lr = config.lr;
+  job.seed = config.seed;
+  job.stages = stages;
+  job.expect_workers = workers;
+  job.device = config.device;
+  job.data_dir = datasets::resolve_data_dir(config.data_dir).string();
+  job.faults = config.faults;
+  lab10::Launch launch;
+  launch.workers = workers;
+  launch.program = config.worker_program;
+  launch.hostfile = config.hostfile;
+  launch.timeout_s = config.timeout_s;
+  launch.who = "lab11 worker";
+  launch.name = std::to_string(workers) + "-worker job";
+  std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
+            << ", " << (stages == std::vector<int>{-1} ? std::string("plain training") : "stages");
+  for (int s : stages) {
+    if (s >= 0) std::cout << " " << s;
+  }
+  std::cout << ")" << std::endl;
+  auto launched = lab10::launch_mpi_job(launch, to_json(job));
+  contention = launched.contention;
+  return launched.result;
+}
+
+std::string write_plot(const std::string& dir, const std::vector<int>& stages, const nlohmann::json& per_stage,
+                       const std::vector<Predicted>& predicted, double activations) {
+  std::ostringstream data;
+  const auto mib = [](double bytes) { return bytes / (1 << 20); };
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const auto& m = per_stage.at(std::to_string(stages[i])).at("memory");
+    const Predicted& p = predicted[i];
+    data << "\"" << stages[i] << " predicted\" " << mib(p.weights) << " " << mib(p.gradients) << " "
+         << mib(p.optimizer) << " " << mib(activations) << "\n";
+    data << "\"" << stages[i] << " measured\" " << mib(m["parameters_at_rest"].get<double>()) << " "
+         << mib(m["gradients"].get<double>()) << " " << mib(m["optimizer_state"].get<double>()) << " "
+         << mib(m["activations_and_transients"].get<double>()) << "\n";
+  }
+  std::string failure;
+  const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/11_sharding/bytes_per_worker.gp", dir,
+                                              "lab11_bytes_per_worker", data.str(), {}, failure);
+  return svg.empty() ? "no plot: " + failure : "plot: " + svg;
+}
+
+}  // namespace
+
+Config quick_config() {
+  Config config;
+  config.batch = 4;
+  config.seq = 16;
+  config.steps = 8;
+  return config;
+}
+
+void validate(const Config& config) {
+  if (config.workers < 2) throw speedlabs::UsageError("sharding needs at least 2 workers (--workers)");
+  if (config.batch % config.workers != 0) {
+    throw speedlabs::UsageError("--batch " + std::to_string(config.batch) + " does not split evenly over " +
+                                std::to_string(config.workers) + " workers: choose a multiple of --workers");
+  }
+  if (config.steps < 3) throw speedlabs::UsageError("--steps must be at least 3 (the optimizer state is measured after the first)");
+  if (config.stage != "all" && (config.stage.size() != 1 || config.stage[0] < '0' || config.stage[0] > '3')) {
+    throw speedlabs::UsageError("--stage must be 0, 1, 2, 3 or all, not '" + config.stage + "'");
+  }
+  if (!config.hostfile.empty() && !std::filesystem::is_regular_file(config.hostfile)) {
+    throw speedlabs::UsageError("--hostfile " + config.hostfile + " is not a file");
+  }
+  if (config.device == "cuda") {
+#ifdef SPEEDLABS_LAB10_NCCL
+    const auto gpus = static_cast<int>(torch::cuda::device_count());
+    if (config.hostfile.empty() && gpus < config.workers) {
+      throw speedlabs::UsageError("--device cuda puts one worker on each GPU: " + std::to_string(gpus) +
+                                  " GPU(s) here for " + std::to_string(config.workers) + " workers");
+    }
+#else
+    throw speedlabs::UsageError("--device cuda needs lab 10's NCCL path, built only against a CUDA libtorch with "
+                                "NCCL's header (the nvidia-nccl wheel); this build has none");
+#endif
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && static_cast<unsigned>(config.workers) > cores) {
+    std::cerr << "warning: " << config.workers << " workers on " << cores
+              << " cores: they take turns, so the step times say little (the bytes and losses are unchanged)\n";
+  }
+}
+
+std::vector<int> stages_of(const Config& config) {
+  if (config.stage == "all") return {0, 1, 2, 3};
+  const int stage = config.stage[0] - '0';
+  return stage == 0 ? std::vector<int>{0} : std::vector<int>{0, stage};
+}
+
+Predicted predict(int stage, int64_t parameters, int64_t padded, int workers) {
+  const double p = static_cast<double>(parameters), n = workers, share = (n - 1) / n;
+  Predicted out;
+  out.weights = stage < 3 ? 4 * static_cast<double>(padded) : 4 * p / n;
+  out.gradients = stage < 2 ? 4 * static_cast<double>(padded) : 4 * p / n;
+  out.optimizer = stage == 0 ? 8 * p : 8 * p / n;
+  out.bytes_sent = (stage == 1 || stage == 3 ? 3 : 2) * share * 4 * p;
+  return out;
+}
+
+void run(const Config& config, speedlabs::Report& report) {
+  validate(config);
+  speedlabs::install_stop_handlers();
+  const int n = config.workers;
+  const std::vector<int> stages = stages_of(config);
+  speedlabs::Contention one_contention, many_contention;
+  const auto one = run_job(config, 1, {-1}, one_contention);
+  const auto many = run_job(config, n, stages, many_contention);
+  const auto single = one.at("stages").at("-1").at("losses").get<std::vector<double>>();
+  const auto& per = many.at("stages");
+  const auto stage_json = [&](int s) -> const nlohmann::json& { return per.at(std::to_string(s)); };
+  const int64_t parameters = many.at("parameters").get<int64_t>();
+  int64_t padded = 0, root_padded = many.at("unit_padded_elements").at(0).get<int64_t>();
+  for (const auto& unit : many.at("unit_padded_elements")) padded += unit.get<int64_t>();
+  const std::string workers = std::to_string(n) + " workers";
+
+  nlohmann::json losses, in_sync;
+  bool losses_hold = true, sync_holds = true;
+  for (int s : stages) {
+    const double diff = max_relative_difference(stage_json(s).at("losses").get<std::vector<double>>(), single);
+    losses["stage" + std::to_string(s)] = diff;
+    losses_hold = losses_hold && diff <= kLossRtol;
+    if (s < 3) {
+      const auto flags = stage_json(s).at("in_sync").get<std::vector<bool>>();
+      const bool all = std::all_of(flags.begin(), flags.end(), [](bool b) { return b; });
+      in_sync["stage" + std::to_string(s)] = all;
+      sync_holds = sync_holds && all;
+    }
+  }
+  losses["steps"] = config.steps;
+  report.check("same_losses_as_one_worker",
+               "at every stage, " + workers + " give the losses of one worker with the whole batch, step by step",
+               losses, "<= " + scientific(kLossRtol) + " relative at every stage (float32 sums in another order)",
+               losses_hold);
+  report.check("weights_stay_in_sync",
+               "at stages 0-2, after every step every worker's full weights are bit-for-bit the same (stage 3 keeps "
+               "disjoint shards at rest: its losses show it right)",
+               in_sync, "equal after every step", sync_holds);
+
+  const bool memory_measured = config.device == "cpu";
+  const std::string why_not = "memory is counted by the CPU's counting allocator (common/host_memory.h); on GPUs "
+                              "this lab does not measure it";
+  std::vector<Predicted> predicted;
+  for (int s : stages) predicted.push_back(predict(s, parameters, padded, n));
+  const auto memory = [&](int s, const char* what) { return stage_json(s).at("memory").at(what).get<double>(); };
+  if (!memory_measured) {
+    for (const char* id : {"optimizer_state_bytes_per_worker", "gradient_bytes_per_worker",
+                           "parameter_bytes_at_rest_per_worker", "peak_bytes_per_worker"}) {
+      report.not_applicable(id, "the bytes each worker holds, by stage", "see the lesson", why_not);
+    }
+  } else {
+    const double opt0 = memory(0, "optimizer_state"), weights0 = memory(0, "parameters_at_rest");
+    nlohmann::json opt{{"stage0", opt0}}, grads, weights{{"stage0", weights0}}, peaks;
+    bool opt_holds = true, grads_holds = true, weights_holds = true, peaks_hold = true;
+    const double activations0 = memory(0, "activations_and_transients");
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const int s = stages[i];
+      const std::string key = "stage" + std::to_string(s);
+      grads[key] = memory(s, "gradients");
+      grads[key + "_formula"] = predicted[i].gradients;
+      if (s >= 2) grads_holds = grads_holds && relative(memory(s, "gradients"), predicted[i].gradients) <= kBytesRtol;
+      if (s >= 1) {
+        opt[key] = memory(s, "optimizer_state");
+        opt_holds = opt_holds && relative(memory(s, "optimizer_state"), opt0 / n) <= kBytesRtol;
+        weights[key] = memory(s, "parameters_at_rest");
+      }
+      if (s == 3) weights_holds = relative(memory(3, "parameters_at_rest"), weights0 / n) <= kBytesRtol;
+      // The peak: what stays (weights, optimizer state), the gradient held when the optimizer steps, stage 0's
+      // activations, and the transients: at stages 2-3 the root unit's full gradient until its reduce-scatter
+      // at the end of backward; at stage 3 the root unit gathered for the head's forward and backward.
+      double formula = predicted[i].weights + predicted[i].optimizer + predicted[i].gradients + activations0;
+      if (s >= 2) formula += 4.0 * static_cast<double>(root_padded) * (n - 1) / n;
+      if (s == 3) formula += 4.0 * static_cast<double>(root_padded) * (n - 1) / n;
+      peaks[key] = memory(s, "peak");
+      peaks[key + "_formula"] = formula;
+      peaks_hold = peaks_hold && relative(memory(s, "peak"), formula) <= kPeakRtol;
+    }
+    opt["stage0_over_n"] = opt0 / n;
+    report.check("optimizer_state_bytes_per_worker",
+                 "AdamW's moments per worker: 8 bytes per parameter at stage 0, 1/N of that once sharded (stages 1-3), "
+                 "measured by the counting allocator",
+                 opt, "stages 1-3 within 5% of stage 0's / " + std::to_string(n), opt_holds);
+    if (std::any_of(stages.begin(), stages.end(), [](int s) { return s >= 2; })) {
+      report.check("gradient_bytes_per_worker",
+                   "the gradient a worker holds when the optimizer steps: 4 bytes per parameter at stages 0-1, its "
+                   "shard alone, 4 P / N, once reduce-scattered (stages 2-3)",
+                   grads, "stages 2-3 within 5% of 4 P / N", grads_holds);
+    } else {
+      report.not_applicable("gradient_bytes_per_worker", "the gradient shard of stages 2-3", "within 5% of 4 P / N",
+                            "this run trains no stage above 1 (--stage)");
+    }
+    if (std::find(stages.begin(), stages.end(), 3) != stages.end()) {
+      report.check("parameter_bytes_at_rest_per_worker",
+                   "between steps a stage 3 worker keeps 1/N of the weights (4 P / N bytes), stages 0-2 all of them",
+                   weights, "stage 3 within 5% of stage 0's / " + std::to_string(n), weights_holds);
+    } else {
+      report.not_applicable("parameter_bytes_at_rest_per_worker", "stage 3 keeps 1/N of the weights at rest",
+                            "within 5% of stage 0's / N", "this run does not train stage 3 (--stage)");
+    }
+    report.check("peak_bytes_per_worker",
+                 "each stage's peak per worker against its formula: weights + gradients + optimizer state (as "
+                 "above) + stage 0's activations + the root unit's full gradient (stages 2-3) and gathered weights "
+                 "(stage 3) while backward holds them",
+                 peaks, "within 20% of the formula (reported)", peaks_hold, /*must_hold=*/false);
+  }
+
+  nlohmann::json sent;
+  bool sent_holds = true;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const int s = stages[i];
+    const auto per_step = stage_json(s).at("bytes_sent").get<std::vector<double>>();
+    const double measured = *std::max_element(per_step.begin(), per_step.end());
+    const double least = *std::min_element(per_step.begin(), per_step.end());
+    sent["stage" + std::to_string(s)] = measured;
+    sent["stage" + std::to_string(s) + "_formula"] = predicted[i].bytes_sent;
+    sent_holds = sent_holds && least == measured && relative(measured, predicted[i].bytes_sent) <= kBytesRtol;
+  }
+  sent["gradient_bytes"] = 4.0 * static_cast<double>(parameters);
+  report.check("bytes_sent_per_step",
+               "bytes each worker sends per step, counted by the communicator as a ring sends them: 2(N-1)/N x the "
+               "gradient's bytes at stages 0 and 2 (all-reduce; reduce-scatter + all-gather), 3(N-1)/N at stage 1 "
+               "(all-reduce + all-gather) and stage 3 (two all-gathers + reduce-scatter)",
+               sent, "within 5% of the formula, the same every step", sent_holds);
+
+  // Step times: each stage is a run of its own in one job (they cannot be interleaved without holding every
+  // stage's state at once, which would spoil the memory counts), so the comparison is of whole runs, one
+  // after the other: rank 0's per-step times after the first step, their ratio by ratio_of_sequential (median
+  // over median, quartiles crossed), and the launcher's reading of the machine around the job.
+  nlohmann::json times;
+  for (int s : stages) {
+    const auto summary = after_first_step(stage_json(s).at("step_ms").get<std::vector<double>>());
+    times["stage" + std::to_string(s) + "_ms"] = summary.median;
+    times["stage" + std::to_string(s) + "_spread"] = summary.spread();
+  }
+  const int last = stages.back();
+  if (last == 0) {
+    report.not_applicable("step_time_per_stage", "a sharded stage's step against stage 0's", "reported",
+                          "this run trains stage 0 only (--stage 0)", /*must_hold=*/false);
+  } else {
+    speedlabs::Evidence evidence;
+    evidence.value = speedlabs::ratio_of_sequential(after_first_step(stage_json(last).at("step_ms").get<std::vector<double>>()),
+                                                    after_first_step(stage_json(0).at("step_ms").get<std::vector<double>>()));
+    evidence.contention = many_contention;
+    evidence.bounds = {speedlabs::positive_finite("stage 0 ms per step", times["stage0_ms"].get<double>()),
+                       speedlabs::positive_finite("stage " + std::to_string(last) + " ms per step",
+                                                  times["stage" + std::to_string(last) + "_ms"].get<double>())};
+    times["ratio_stage" + std::to_string(last) + "_over_stage0"] = evidence.value.median;
+    report.decide("step_time_per_stage",
+                  "each stage's step time, side by side; stage " + std::to_string(last) +
+                      " pays for its extra communication and bookkeeping with a slower step than stage 0",
+                  times, "stage " + std::to_string(last) + " / stage 0 > 1 (reported)", evidence,
+                  [](double r) { return r > 1; }, /*must_hold=*/false);
+  }
+
+  if (memory_measured && !config.plots_dir.empty()) {
+    std::cout << "\n" << write_plot(config.plots_dir, stages, per, predicted, memory(0, "activations_and_transients"))
+              << "\n";
+  }
+  std::cout << "\n  " << workers << ", " << parameters << " parameters (" << padded << " padded): bytes sent per step";
+  for (int s : stages) std::cout << "  stage " << s << ": " << fixed(sent["stage" + std::to_string(s)].get<double>() / 1e6, 2) << " MB";
+  std::cout << "\n";
+}
+
+}  // namespace lab11

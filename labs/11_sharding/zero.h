@@ -1,0 +1,75 @@
+/// @file labs/11_sharding/zero.h
+/// @brief What every lab 11 worker runs: the tiny GPT-2 trained at ZeRO stage 0, 1, 2 or 3 on lab 10's engine,
+/// with its memory counted by lab 08's counting allocator and its bytes by the communicator.
+///
+/// The launcher (experiment.h) starts the workers with lab 10's launch_mpi_job and passes them a Job as
+/// JSON; rank 0 writes what they measured, and the launcher judges it.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/gpt.h"
+#include "exercise.h"
+
+namespace lab11 {
+
+/// Gives @p full's storage the bytes of its size again (a no-op when it has them), through the allocator
+/// it was made with (the counting one): the views of it (the parameters) see the new memory at once.
+/// @param full a flat tensor that owns its whole storage
+void allocate_full_storage(const torch::Tensor& full);
+/// Frees the bytes of @p full's storage; the tensor and its views keep their shapes, with no data behind
+/// them until allocate_full_storage(). What FSDP does with `storage().resize_(0)`.
+/// @param full a flat tensor that owns its whole storage
+void release_full_storage(const torch::Tensor& full);
+/// True when @p full's storage holds its bytes.
+/// @param full a flat tensor
+bool has_full_storage(const torch::Tensor& full);
+
+/// The model's parameters moved into flat units, each padded for @p workers: unit 0 holds the token and
+/// position embeddings and the final LayerNorm (the "root": used at both ends, the token embedding being
+/// the tied LM head too), unit 1 + i block i. Every parameter becomes a view of its unit's `full`
+/// (Tensor::set_data, the same autograd leaf); `shard` is a view of this worker's slice.
+/// @param model   the model (its parameters are moved)
+/// @param rank    this worker
+/// @param workers N
+std::vector<FlatUnit> make_units(speedlabs::gpt::GPT& model, int rank, int workers);
+
+/// Deliberate faults, for the tests of the fault handling only.
+struct Faults {
+  int kill_rank = -1;  ///< this rank kills itself (SIGKILL) at the start of step kill_step of each stage
+  int kill_step = -1;  ///< the step of kill_rank's death
+};
+
+/// One job: what to train, at which stages, on how many workers.
+struct Job {
+  std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset
+  int64_t batch = 4;           ///< global batch B: every step, rank r trains on rows [r B/N, (r+1) B/N)
+  int64_t seq = 16;            ///< T
+  int steps = 10;              ///< training steps per stage
+  double lr = 1e-3;            ///< AdamW learning rate
+  uint64_t seed = 42;          ///< initial weights and batches (the same for every stage and job)
+  std::vector<int> stages;     ///< -1: one worker, plain training (the reference); 0-3: ZeRO stages, in this order
+  int expect_workers = 1;      ///< the world size the launcher started (checked against MPI's)
+  std::string device = "cpu";  ///< "cpu" (MPI) or "cuda" (one GPU per worker, NCCL)
+  std::string data_dir;        ///< where tiny shakespeare is
+  std::string out_path;        ///< rank 0 writes the measurements here (set by the launcher)
+  Faults faults;               ///< none by default
+};
+
+/// The job as JSON (the one argv entry after --worker).
+/// @param job the job
+nlohmann::json to_json(const Job& job);
+
+/// A worker's main(): lab 10's run_mpi_worker around the job's stages; rank 0 writes, per stage, the
+/// losses, step times, weights-in-sync flags, bytes sent per step and the bytes of memory measured.
+/// @param argc      main's argc
+/// @param argv      main's argv
+/// @param spec_text the Job as JSON text
+/// @return 0 (errors leave through MPI_Abort with the lab's exit code)
+int worker_main(int argc, char** argv, const std::string& spec_text);
+
+}  // namespace lab11
