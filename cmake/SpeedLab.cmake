@@ -194,7 +194,7 @@ function(speedlabs_add_lab)
     set_tests_properties(${label}.docs_observe_table PROPERTIES LABELS "${label};docs" FIXTURES_REQUIRED ${label}_json
                          TIMEOUT 60 SKIP_RETURN_CODE 77)
 
-    set(bad_inputs "--no-such-flag" "--device tpu" "--json /nonexistent-folder/out.json" "--json /tmp"
+    set(bad_inputs "--no-such-flag" "--device tpu" "--json /nonexistent-folder/out.json" "--json /tmp" "--json --quick"
         ${LAB_BAD_ARGS})
     set(index 0)
     foreach(arguments IN LISTS bad_inputs)

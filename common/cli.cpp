@@ -1,5 +1,7 @@
 #include "common/cli.h"
 
+#include <cstdio>
+
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -70,7 +72,11 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
   report.print_table(std::cout);
   print_predictions(std::cout, read_predictions(predictions_path(info.folder)), report);
   if (json_to_stdout) {
-    std::cout << report.to_json().dump(2) << "\n";
+    std::cout << report.to_json().dump(2) << "\n" << std::flush;
+    // A full disk or a closed pipe behind standard output: the observations were asked for and not delivered.
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      throw RuntimeFailure("could not write the observations to standard output (full, or closed)");
+    }
   } else if (!flags.json_path.empty()) {
     write_file_atomically(flags.json_path, report.to_json().dump(2) + "\n");
     std::cout << "observations written to " << flags.json_path << "\n";
@@ -103,8 +109,20 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
   app.add_option("--device", flags.device, "auto picks cuda, then mps, then cpu")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "mps"}))
       ->capture_default_str();
+  // A path, never a flag taken for one (--json --quick) nor nothing at all (--json "").
+  const CLI::Validator output_path(
+      [](std::string& path) -> std::string {
+        if (path.empty()) return "--json needs a path: a file, or - for standard output";
+        if (path.size() > 1 && path[0] == '-') {
+          return "'" + path + "' is a flag, not a path: give the file right after --json (./" + path +
+                 " for a file whose name starts with -)";
+        }
+        return "";
+      },
+      "PATH");
   app.add_option("--json", flags.json_path,
-                 "write the observations as JSON to this file (- or /dev/stdout: print them after the table)");
+                 "write the observations as JSON to this file (- or /dev/stdout: print them after the table)")
+      ->check(output_path);
   app.add_flag("--quick", flags.quick, "small sizes: finishes in seconds");
   if (add_flags) add_flags(app);
   try {

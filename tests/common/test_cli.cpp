@@ -1,8 +1,12 @@
 // run_lab turns each outcome into the documented exit code.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <new>
 #include <nlohmann/json.hpp>
 
@@ -112,6 +116,28 @@ TEST(Cli, JsonRefusesAFolderAndPrintsToStdoutOnDash) {
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("\"observations\""), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists("-"));
+}
+
+TEST(Cli, JsonNeedsAPathNotAFlagOrNothing) {
+  EXPECT_EQ(run_with({"--json", ""}, holds), 2);
+  EXPECT_EQ(run_with({"--json", "--quick"}, holds), 2);  // --quick is not a file name
+  EXPECT_FALSE(std::filesystem::exists("--quick"));
+}
+
+TEST(Cli, JsonOntoAFullStandardOutputIsARunFailure) {
+  // Standard output on /dev/full: every write fails with ENOSPC. The run must not say it delivered the JSON.
+  std::fflush(stdout);
+  const int saved = ::dup(STDOUT_FILENO);
+  const int full = ::open("/dev/full", O_WRONLY);
+  ASSERT_GE(full, 0);
+  ::dup2(full, STDOUT_FILENO);
+  const int code = run_with({"--json", "-"}, holds);
+  std::cout.clear();
+  std::clearerr(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(full);
+  ::close(saved);
+  EXPECT_EQ(code, 3);
 }
 
 // Running out of memory is a run that could not be made (exit 3), with a message a student can act on:
