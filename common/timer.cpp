@@ -12,6 +12,7 @@
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/process.h"
 
 namespace speedlabs {
 
@@ -134,6 +135,8 @@ Interleaved time_interleaved(const std::vector<std::function<void()>>& sides, co
   // its neighbour is shared out evenly.
   const auto round = [&](int index, const std::function<void(size_t, double)>& record) {
     for (size_t k = 0; k < n; ++k) {
+      // Ctrl-C or SIGTERM (once a lab installed the handlers) is answered between two timed calls.
+      stop_if_asked("while timing");
       const size_t side = index % 2 == 0 ? k : n - 1 - k;
       record(side, time_once_ms(sides[side], device));
     }

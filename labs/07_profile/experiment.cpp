@@ -56,7 +56,11 @@ double gflops(double flops) { return flops / 1e9; }
 
 std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
 
-void part(const std::string& title) { std::cout << "\n== " << title << "\n" << std::flush; }
+// A new part of the lesson; a stop asked for during the last one is answered here at the latest.
+void part(const std::string& title) {
+  speedlabs::stop_if_asked("before '" + title + "'");
+  std::cout << "\n== " << title << "\n" << std::flush;
+}
 
 // --- 1. the trace -------------------------------------------------------------------------------------
 

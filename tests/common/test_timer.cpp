@@ -1,10 +1,14 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <string>
 #include <thread>
 
 #include "common/errors.h"
+#include "common/process.h"
 #include "common/timer.h"
 
 TEST(Timer, SummarizeOddAndEven) {
@@ -112,4 +116,29 @@ TEST(Timer, AddsRoundsWhileScatteredUpToTheLimit) {
 
 TEST(Timer, InterleavingRejectsNoSides) {
   EXPECT_THROW(speedlabs::time_interleaved({}, c10::Device(c10::kCPU)), speedlabs::UsageError);
+}
+
+TEST(Timer, AStopRequestIsAnsweredBetweenTwoTimedCalls) {
+  // In a child process (the stop flag is for the life of a process): SIGTERM arrives during the third
+  // call of a measurement that would take a minute; the next call is never made.
+  EXPECT_EXIT(
+      {
+        speedlabs::install_stop_handlers();
+        int calls = 0;
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          speedlabs::time_interleaved(
+              {[&] {
+                 if (++calls == 3) kill(getpid(), SIGTERM);
+                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
+               }},
+              c10::Device(c10::kCPU), {0, 600});
+        } catch (const speedlabs::RuntimeFailure& e) {
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::fprintf(stderr, "%s after %d calls, %.1f s\n", e.what(), calls, seconds);
+          std::exit(calls == 3 && seconds < 2 ? 0 : 1);
+        }
+        std::exit(1);
+      },
+      ::testing::ExitedWithCode(0), "interrupted while timing after 3 calls");
 }
