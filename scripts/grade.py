@@ -112,22 +112,22 @@ def signal_name(number):
         return f"signal {number}"
 
 
-def own_record(run, name):
-    """What the test's own record (RUN_DIR/ends/<name>) says under this run's token: passed, failed,
-    skipped, ("signal", N), "started" (it began and never ended) or None (it never began)."""
-    path = Path(run) / "ends" / name.replace("/", "_")
+def harness_lines(run, name):
+    """The lines of the test's own record (RUN_DIR/ends/<name>) written under this run's token, as words;
+    [] when there is no token, no record, or none of its lines is the harness's of this run."""
     token = os.environ.get("SPEEDLABS_GRADE_TOKEN", "")
-    if not token:
-        return None
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        lines = (Path(run) / "ends" / name.replace("/", "_")).read_text(errors="replace").splitlines()
     except OSError:
-        return None
+        return []
+    return [words for words in map(str.split, lines) if token and len(words) >= 2 and words[1] == token]
+
+
+def own_record(run, name):
+    """What the test's own record says under this run's token: passed, failed, skipped, ("signal", N),
+    "started" (it began and never ended) or None (it never began)."""
     record = None
-    for line in lines:
-        words = line.split()
-        if len(words) < 2 or words[1] != token:
-            continue  # not written by the harness of this run
+    for words in harness_lines(run, name):
         if words[0] == "start" and record is None:
             record = "started"
         elif words[0] == "end" and len(words) == 3 and words[2] in ("passed", "failed", "skipped"):
@@ -138,28 +138,21 @@ def own_record(run, name):
 
 
 def own_score(run, name):
-    """The speed score the harness recorded for a passed test under this run's token (tests/support/test_main.cpp:
+    """The speed score the harness recorded for a test under this run's token (tests/support/test_main.cpp:
     "score TOKEN 0.73" or "score TOKEN undecided"), or None. The test records it through GoogleTest's
     RecordProperty; nothing a test prints counts."""
-    path = Path(run) / "ends" / name.replace("/", "_")
-    token = os.environ.get("SPEEDLABS_GRADE_TOKEN", "")
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
     score = None
-    for line in lines:
-        words = line.split()
-        if not token or len(words) != 3 or words[0] != "score" or words[1] != token:
+    for words in harness_lines(run, name):
+        if words[0] != "score" or len(words) != 3:
             continue
         if words[2] == "undecided":
             score = "undecided"
-        else:
-            try:
-                value = float(words[2])
-            except ValueError:
-                continue
-            score = min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
+            continue
+        try:
+            value = float(words[2])
+        except ValueError:
+            continue
+        score = min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
     return score
 
 

@@ -6,7 +6,8 @@ the tests' own records of their ends), and that it gives no point for any of the
 
 Needs no build: each case writes the files a run of ./lab grade leaves (RUN_DIR/junit.xml,
 RUN_DIR/ends/<Suite.Test>, the token in SPEEDLABS_GRADE_TOKEN) for lab 01's exercises, whose points.tsv gives sum_squares_eigen 3 points,
-sum_squares_torch 3 and sum_squares_unrolled 10.
+sum_squares_torch 3, sum_squares_unrolled 10 and sum_squares_unrolled_speed 5 (a passed speed test with no score
+record earns its points; tests/grading/test_predictions.py grades the score records).
 """
 import importlib.util
 import io
@@ -25,7 +26,7 @@ spec.loader.exec_module(grade)
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 BUDGET = float(next(line.split("\t")[3] for line in (ROOT / "tests/lab01/points.tsv").read_text().splitlines()[1:]))
-MAX = {"sum_squares_eigen": 3, "sum_squares_torch": 3, "sum_squares_unrolled": 10}
+MAX = {"sum_squares_eigen": 3, "sum_squares_torch": 3, "sum_squares_unrolled": 10, "sum_squares_unrolled_speed": 5}
 EXERCISES = tuple(MAX)
 
 
@@ -87,8 +88,7 @@ class CannotBeFooled(unittest.TestCase):
 
     def test_clean_run_earns_every_point(self):
         tests = self.run.grade()
-        self.assertEqual({n: t["score"] for n, t in tests.items()},
-                         {"sum_squares_eigen": 3, "sum_squares_torch": 3, "sum_squares_unrolled": 10})
+        self.assertEqual({n: t["score"] for n, t in tests.items()}, MAX)
 
     def test_exit_zero_inside_a_test_scores_zero(self):
         # std::exit(0) in the exercise: CTest sees exit code 0, a pass; the record never got its end.
@@ -133,9 +133,9 @@ class CannotBeFooled(unittest.TestCase):
         tests = self.run.grade(labs=("01", "01"))
         with open(self.run.dir / "out/results.json") as handle:
             results = json.load(handle)
-        self.assertEqual(len(results["tests"]), 3)
-        self.assertEqual(results["score"], 16)
-        self.assertEqual(len(tests), 3)
+        self.assertEqual(len(results["tests"]), len(MAX))
+        self.assertEqual(results["score"], sum(MAX.values()))
+        self.assertEqual(len(tests), len(MAX))
 
     def test_check_prints_a_lab_named_twice_once(self):
         self.run.grade()  # writes the JUnit file
@@ -145,7 +145,7 @@ class CannotBeFooled(unittest.TestCase):
         self.assertEqual(code, 0)
         lines = printed.getvalue().splitlines()
         self.assertEqual(lines.count("lab 01:"), 1, lines)
-        self.assertEqual(sum("PASS" in line for line in lines), 3, lines)
+        self.assertEqual(sum("PASS" in line for line in lines), len(MAX), lines)
 
     def test_results_are_all_three_files_or_none(self):
         real_open = open
