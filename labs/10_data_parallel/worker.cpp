@@ -45,9 +45,6 @@ using speedlabs::fixed;
 using speedlabs::gpt::GPT;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // What one mode measured on this worker, step by step (losses are the global batch's).
 struct Trace {
@@ -73,10 +70,6 @@ struct Engine {
   Communicator& gradients;  // the MPI communicator itself on a CPU
 };
 
-// Work queued on a GPU is done before the clock is read.
-void finish_queued_work(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
 
 // Trains spec.steps steps in @p mode from the seed's weights, every worker on its rows of each batch.
 // @p comm carries the control messages (losses, checksums), engine.gradients the gradients.
@@ -229,6 +222,14 @@ nlohmann::json run_job(const JobSpec& spec, MpiCommunicator& comm) {
 }
 
 }  // namespace
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+void finish_queued_work(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
 
 uint64_t weights_checksum(const std::vector<torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;

@@ -6,6 +6,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -70,6 +71,14 @@ int worker_main(int argc, char** argv, const std::string& spec_text);
 /// @param job  the worker's work
 /// @return 0 on success (errors leave through MPI_Abort)
 int run_mpi_worker(int argc, char** argv, const std::string& who, const std::function<void(MpiCommunicator&)>& job);
+
+/// Milliseconds since @p start (steady clock).
+/// @param start when the timed work began
+double ms_since(std::chrono::steady_clock::time_point start);
+
+/// Waits for the work queued on @p device (a GPU's stream) before a clock is read; nothing on the CPU.
+/// @param device the worker's device
+void finish_queued_work(const torch::Device& device);
 
 /// A fingerprint of the exact bits of @p tensors (float32): the bit patterns as integers, weighted by
 /// position within a tensor and mixed across tensors, so one differing bit anywhere changes it.

@@ -9,9 +9,9 @@ set style fill solid 0.85 border -1
 set boxwidth 0.7
 set ylabel 'MiB per worker'
 set xlabel 'stage'
-set key outside right top
+set key outside bottom center horizontal
 set grid ytics
-set xtics rotate by -30
+set xtics nomirror scale 0
 plot ARG1 using 2:xtic(1) title 'weights at rest', \
      '' using 3 title 'gradients', \
      '' using 4 title 'optimizer state (AdamW)', \

@@ -15,6 +15,7 @@
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
+#include "labs/10_data_parallel/experiment.h"  // lab10::validate: what its jobs need
 #include "launcher.h"
 
 namespace lab11 {
@@ -101,7 +102,7 @@ std::string write_plot(const std::string& dir, const std::vector<int>& stages, c
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& m = per_stage.at(std::to_string(stages[i])).at("memory");
     const Predicted& p = predicted[i];
-    data << "\"" << stages[i] << " predicted\" " << mib(p.weights) << " " << mib(p.gradients) << " "
+    data << "\"" << stages[i] << " formula\" " << mib(p.weights) << " " << mib(p.gradients) << " "
          << mib(p.optimizer) << " " << mib(activations) << "\n";
     data << "\"" << stages[i] << " measured\" " << mib(m["parameters_at_rest"].get<double>()) << " "
          << mib(m["gradients"].get<double>()) << " " << mib(m["optimizer_state"].get<double>()) << " "
@@ -124,29 +125,18 @@ Config quick_config() {
 }
 
 void validate(const Config& config) {
-  if (config.workers < 2) throw speedlabs::UsageError("sharding needs at least 2 workers (--workers)");
-  if (config.batch % config.workers != 0) {
-    throw speedlabs::UsageError("--batch " + std::to_string(config.batch) + " does not split evenly over " +
-                                std::to_string(config.workers) + " workers: choose a multiple of --workers");
-  }
+  // What lab 10's jobs need holds here too: N >= 2, B divisible by N, a host file that exists, NCCL and a GPU
+  // per worker for --device cuda.
+  lab10::Config engine;
+  engine.workers = config.workers;
+  engine.batch = config.batch;
+  engine.micro_batches = 1;  // lab 10's accumulation check does not run here
+  engine.hostfile = config.hostfile;
+  engine.device = config.device;
+  lab10::validate(engine);
   if (config.steps < 3) throw speedlabs::UsageError("--steps must be at least 3 (the optimizer state is measured after the first)");
   if (config.stage != "all" && (config.stage.size() != 1 || config.stage[0] < '0' || config.stage[0] > '3')) {
     throw speedlabs::UsageError("--stage must be 0, 1, 2, 3 or all, not '" + config.stage + "'");
-  }
-  if (!config.hostfile.empty() && !std::filesystem::is_regular_file(config.hostfile)) {
-    throw speedlabs::UsageError("--hostfile " + config.hostfile + " is not a file");
-  }
-  if (config.device == "cuda") {
-#ifdef SPEEDLABS_LAB10_NCCL
-    const auto gpus = static_cast<int>(torch::cuda::device_count());
-    if (config.hostfile.empty() && gpus < config.workers) {
-      throw speedlabs::UsageError("--device cuda puts one worker on each GPU: " + std::to_string(gpus) +
-                                  " GPU(s) here for " + std::to_string(config.workers) + " workers");
-    }
-#else
-    throw speedlabs::UsageError("--device cuda needs lab 10's NCCL path, built only against a CUDA libtorch with "
-                                "NCCL's header (the nvidia-nccl wheel); this build has none");
-#endif
   }
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores > 0 && static_cast<unsigned>(config.workers) > cores) {

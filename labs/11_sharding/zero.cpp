@@ -87,15 +87,10 @@ using speedlabs::fixed;
 using speedlabs::gpt::GPT;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using lab10::finish_queued_work;
+using lab10::ms_since;
 
 int64_t live_bytes() { return speedlabs::host_memory_stats().live_bytes; }
-
-void finish_queued_work(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
 
 // One step's forward and backward a unit at a time, the way sharded training runs it: every block's input is
 // cut from the graph before it (a leaf that requires grad), so that backward can go a block at a time, with

@@ -160,3 +160,26 @@ TEST(Lab11Formulas, TheStagesSaveAndSendWhatTheLessonSays) {
 }
 
 }  // namespace
+
+namespace {
+
+// On GPUs: two workers, each on its own GPU, the collectives over NCCL. Skipped without lab 10's NCCL path (a
+// CPU libtorch) or without two GPUs; compiled in CI's CUDA check either way.
+TEST(Lab11Gpu, TwoNcclWorkersGiveTheLossesOfOneAtEveryStage) {
+#ifndef SPEEDLABS_LAB10_NCCL
+  GTEST_SKIP() << "this build has no NCCL path (a CPU libtorch, or no nccl.h beside the CUDA one)";
+#else
+  if (torch::cuda::device_count() < 2) GTEST_SKIP() << "NCCL needs a GPU per worker: fewer than 2 GPUs here";
+  SPEEDLABS_REQUIRE_DATA();
+  lab11::Config config = quick();
+  config.device = "cuda";
+  config.timeout_s = 300;
+  speedlabs::Report report("11_sharding", "cuda");
+  lab11::run(config, report);
+  for (const char* id : {"same_losses_as_one_worker", "weights_stay_in_sync", "bytes_sent_per_step"}) {
+    EXPECT_EQ(report.at(id).verdict, Verdict::holds) << id << ": " << report.at(id).measured.dump();
+  }
+#endif
+}
+
+}  // namespace
