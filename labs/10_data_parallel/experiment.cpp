@@ -46,6 +46,10 @@ constexpr double kHiddenTolerance = 1.0;
 // N workers on a fixed global batch are at most N times as fast, up to this (smaller per-worker batches can
 // fit a cache the one-worker batch did not). Beyond it the measurement failed.
 constexpr double kEfficiencyTolerance = 0.25;
+// N workers against one is timed in this many rounds of two jobs (the full-length pair, then short ones)...
+constexpr int kScalingRounds = 3;
+// ... the short jobs running config.steps / kScalingRounds steps, at least this many (one is warm-up).
+constexpr int kMinRoundSteps = 5;
 
 std::string this_program() {
   std::error_code error;
@@ -244,8 +248,38 @@ void run(const Config& config, speedlabs::Report& report) {
   validate(config);
   speedlabs::install_stop_handlers();
   const int n = config.workers;
+  // N workers against one, interleaved in rounds of two jobs each, the order alternating (1 N, N 1, 1 N):
+  // each round's ratio (one worker's median step over N workers' median bucketed step, steps after the
+  // warm-up) pairs two jobs that ran one right after the other, so both saw about the same machine, and
+  // scaling_efficiency is decided on the rounds' ratios. Round 1 is the two full-length jobs, which the
+  // loss observations need whole (every step from the same weights); the later rounds are short jobs of
+  // config.steps / kScalingRounds steps (at least kMinRoundSteps) (one mode each: single, bucketed), so the lab runs a few more launches, not
+  // twice the steps. Timing the one-worker step inside the N-worker job would pair steps more closely,
+  // but the other ranks would spin in MPI meanwhile, and it would change the workers (lab 11's engine).
+  const speedlabs::ContentionProbe rounds_probe;  // the machine over every round
   const JobResult one = run_job(config, 1, {"single"}, /*accumulation=*/true);
   const JobResult many = run_job(config, n, {"naive", "bucketed"}, /*accumulation=*/false);
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> rounds{{one.mode("single").step_ms,
+                                                                           many.mode("bucketed").step_ms}};
+  {
+    Config short_config = config;
+    short_config.steps = std::max(kMinRoundSteps, config.steps / kScalingRounds);
+    std::cout << "timing rounds 2-" << kScalingRounds << " of " << n << " workers against one: jobs of "
+              << short_config.steps << " steps, the order alternating" << std::endl;
+    for (int round = 2; round <= kScalingRounds; ++round) {
+      const bool many_first = round % 2 == 0;
+      std::vector<double> one_ms, many_ms;
+      for (int side = 0; side < 2; ++side) {
+        if ((side == 0) == many_first) {
+          many_ms = run_job(short_config, n, {"bucketed"}, false).mode("bucketed").step_ms;
+        } else {
+          one_ms = run_job(short_config, 1, {"single"}, false).mode("single").step_ms;
+        }
+      }
+      rounds.emplace_back(one_ms, many_ms);
+    }
+  }
+  const speedlabs::Contention rounds_contention = rounds_probe.read();
   const ModeTrace& single = one.mode("single");
   const ModeTrace& naive = many.mode("naive");
   const ModeTrace& bucketed = many.mode("bucketed");
@@ -276,15 +310,16 @@ void run(const Config& config, speedlabs::Report& report) {
                {{"max_relative_difference", vs_naive}, {"buckets", many.buckets}, {"bucket_mb", config.bucket_mb}},
                "<= " + scientific(kLossRtol), vs_naive <= kLossRtol);
 
-  // How the timed claims below are measured. The workers are MPI processes and the lab runs each job once
-  // (the one-worker job, then the N-worker job: naive, then bucketed), so the sides of a comparison are
-  // whole runs, not interleaved calls. Each side carries rank 0's per-step times after the warm-up steps
-  // (median and quartiles: the spread), and each job the launcher's ContentionProbe around mpirun (the
-  // workers are its reaped descendants, so their CPU is the run's own; another program busy meanwhile
-  // makes the reading busy). A ratio of two sides is speedlabs::ratio_of_sequential (median over median,
-  // quartiles crossed so the band holds both sides' scatter), and a comparison of two jobs is only as quiet
-  // as the busier one. Report::decide then gives holds or fails only when the band, the machine and the
-  // physical bounds allow; else 'could not decide', with the reason.
+  // How the timed claims below are measured. N workers against one (scaling_efficiency) is timed in
+  // alternating rounds of jobs, its ratio taken per round (see the top of run()). The other two compare
+  // sides inside the N-worker job, which the workers run one after the other (naive, then bucketed; the
+  // all-reduce benchmark after them), so they stay sequential: each side carries rank 0's per-step times
+  // after the warm-up steps (median and quartiles: the spread), and their ratio is
+  // speedlabs::ratio_of_sequential (median over median, quartiles crossed so the band holds both sides'
+  // scatter). Every reading is the launcher's ContentionProbe around mpirun (the workers are its reaped
+  // descendants, so their CPU is the run's own; another program busy meanwhile makes the reading busy).
+  // Report::decide then gives holds or fails only when the band, the machine and the physical bounds
+  // allow; else 'could not decide', with the reason.
   //
   // Hidden: the part of one all-reduce of every gradient (measured alone) that the bucketed step did
   // not spend inside MPI after backward. Naive pays for one call per tensor, so it is slower still.
@@ -335,20 +370,29 @@ void run(const Config& config, speedlabs::Report& report) {
                "<= " + scientific(kGradRtol), grad_error <= kGradRtol);
 
   const double tokens = static_cast<double>(config.batch * config.seq);
-  const double tokens_one = tokens / median_after_warmup(single.step_ms) * 1000;
-  const double tokens_many = tokens / bucketed_step * 1000;
-  const double speedup = tokens_many / tokens_one;
   {
+    // Per round: one worker's median step over N workers' (the same global batch per step), i.e. tokens/s
+    // of N over one; the rates below pool every round's timed steps.
+    std::vector<double> ratios, one_steps, many_steps;
+    for (const auto& [one_ms, many_ms] : rounds) {
+      ratios.push_back(median_after_warmup(one_ms) / median_after_warmup(many_ms));
+      const auto a = after_warmup(one_ms), b = after_warmup(many_ms);
+      one_steps.insert(one_steps.end(), a.begin(), a.end());
+      many_steps.insert(many_steps.end(), b.begin(), b.end());
+    }
     speedlabs::Evidence evidence;
-    // tokens/s of N over one = one worker's step time over N workers' (the same global batch per step)
-    evidence.value = speedlabs::ratio_of_sequential(summary_after_warmup(single.step_ms),
-                                                    summary_after_warmup(bucketed.step_ms));
-    evidence.contention = speedlabs::busier(one.contention, many.contention);
+    evidence.value = speedlabs::summarize_samples(ratios);
+    evidence.contention = rounds_contention;
+    const double speedup = evidence.value.median;
+    const double tokens_one = tokens / speedlabs::summarize_samples(one_steps).median * 1000;
+    const double tokens_many = tokens / speedlabs::summarize_samples(many_steps).median * 1000;
     evidence.bounds = {{"efficiency (speed-up over N)", speedup / n, 0, 1 + kEfficiencyTolerance},
                        speedlabs::positive_finite("tokens/s of one worker", tokens_one),
                        speedlabs::positive_finite("tokens/s of N workers", tokens_many)};
     auto& scaling = report.decide(
-        "scaling_efficiency", "tokens/s of " + workers + " (bucketed) against one worker, for the same global batch",
+        "scaling_efficiency",
+        "tokens/s of " + workers + " (bucketed) against one worker, for the same global batch (the median of " +
+            std::to_string(rounds.size()) + " rounds' ratios, the jobs alternating)",
         {{"tokens_per_s_1", tokens_one},
          {"tokens_per_s_n", tokens_many},
          {"workers", n},
@@ -356,6 +400,7 @@ void run(const Config& config, speedlabs::Report& report) {
          {"efficiency", speedup / n},
          {"speedup_q1", evidence.value.q1},
          {"speedup_q3", evidence.value.q3},
+         {"rounds", static_cast<int>(rounds.size())},
          {"cores", many.cores}},
         ">= " + fixed(0.8 * n, 1) + "x (80% efficiency; reported)", evidence,
         [&](double s) { return s >= 0.8 * n; }, /*must_hold=*/false);
@@ -363,6 +408,9 @@ void run(const Config& config, speedlabs::Report& report) {
                               std::to_string(many.cores) + " cores" +
                               (static_cast<unsigned>(n) > many.cores ? ": more workers than cores, they take turns" : "");
     scaling.reason = scaling.reason.empty() ? cores : scaling.reason + "; " + cores;
+    std::cout << "\n  " << workers << ": " << fixed(tokens_many, 0) << " tokens/s vs " << fixed(tokens_one, 0)
+              << " on one worker (" << fixed(speedup, 2) << "x over " << rounds.size() << " rounds, " << many.cores
+              << " cores)";
   }
 
   const double bytes = 4.0 * static_cast<double>(many.parameters);
@@ -396,9 +444,7 @@ void run(const Config& config, speedlabs::Report& report) {
                   /*must_hold=*/false);
   }
 
-  std::cout << "\n  " << workers << ": " << fixed(tokens_many, 0) << " tokens/s vs " << fixed(tokens_one, 0)
-            << " on one worker (" << fixed(speedup, 2) << "x, " << many.cores << " cores); all-reduce of "
-            << fixed(bytes / 1e6, 1) << " MB: " << fixed(many.allreduce_ms, 1) << " ms; hidden behind backward: "
+  std::cout << "; all-reduce of " << fixed(bytes / 1e6, 1) << " MB: " << fixed(many.allreduce_ms, 1) << " ms; hidden behind backward: "
             << fixed(100 * hidden, 0) << "%\n";
 }
 

@@ -55,10 +55,15 @@ TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
   for (const char* id : {"allreduce_overlap", "scaling_efficiency", "allreduce_bandwidth"}) {
     EXPECT_FALSE(report.at(id).must_hold) << id;
     EXPECT_TRUE(speedlabs::testing::timed_with_evidence(report.at(id)));
-    // quick(): 20 steps, the first two skipped as warm-up
-    EXPECT_GE(report.at(id).evidence["value"]["count"].get<int>(), 5) << id;
   }
+  // quick(): 20 steps, the first two skipped as warm-up
+  EXPECT_GE(report.at("allreduce_overlap").evidence["value"]["count"].get<int>(), 5);
+  EXPECT_GE(report.at("allreduce_bandwidth").evidence["value"]["count"].get<int>(), 5);
+  // N workers against one: one ratio per round of two jobs (the full pair, then short jobs alternating).
   const auto& scaling = report.at("scaling_efficiency");
+  EXPECT_EQ(scaling.evidence["value"]["count"].get<int>(), scaling.measured["rounds"].get<int>());
+  EXPECT_GE(scaling.measured["rounds"].get<int>(), 3);
+  EXPECT_DOUBLE_EQ(scaling.measured["speedup"].get<double>(), scaling.evidence["value"]["median"].get<double>());
   EXPECT_NEAR(scaling.measured["efficiency"].get<double>(), scaling.measured["speedup"].get<double>() / 2, 1e-12);
   EXPECT_TRUE(contains(scaling.reason, "cores")) << scaling.reason;
   const auto& bandwidth = report.at("allreduce_bandwidth").measured;
@@ -75,8 +80,11 @@ TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
   if (raw < -1 || raw > 1) {
     EXPECT_EQ(overlap.verdict, Verdict::inconclusive) << overlap.measured.dump();
   }
-  EXPECT_NEAR(scaling.measured["speedup"].get<double>(),
-              scaling.measured["tokens_per_s_n"].get<double>() / scaling.measured["tokens_per_s_1"].get<double>(), 1e-9);
+  // The speed-up is the median of the rounds' ratios, within their quartiles; the rates pool every round.
+  EXPECT_LE(scaling.measured["speedup_q1"].get<double>(), scaling.measured["speedup"].get<double>());
+  EXPECT_LE(scaling.measured["speedup"].get<double>(), scaling.measured["speedup_q3"].get<double>());
+  EXPECT_GT(scaling.measured["tokens_per_s_1"].get<double>(), 0);
+  EXPECT_GT(scaling.measured["tokens_per_s_n"].get<double>(), 0);
 }
 
 TEST(Lab10Faults, AKilledWorkerStopsTheOthersWithAClearErrorInBoundedTime) {
