@@ -85,7 +85,11 @@ json to_json(const RungResult& r) {
 
 // How the ladder is timed. Each rung builds its own model and optimizer and trains all its steps in a row
 // (so do the Python peers, in a child process): rungs are not interleaved, which would hold every rung's
-// model and AdamW state at once. A rung's evidence is its measured steps (median and quartiles) and the
+// model and AdamW state at once. That is too much memory for the ladders that matter: the default ladder,
+// on the CPU too, is GPT-2 124M, whose weights, gradients and AdamW moments are about 2 GB per rung, so six
+// eager rungs would hold 12 GB at once (and on a GPU those 12 GB sit beside the B=16, T=1024 step's
+// activations); only --quick's tiny model would fit, and a second timing design for it alone would make the
+// quick ladder measure otherwise than the real one. A rung's evidence is its measured steps (median and quartiles) and the
 // machine's reading over the rung; a ratio of two of them is speedlabs::ratio_of_sequential (median over
 // median, quartiles crossed), under the busier of the two readings.
 
