@@ -83,7 +83,9 @@ struct JobResult {
 JobResult run_job(const Config& config, int workers, const std::vector<std::string>& modes, bool accumulation);
 
 /// The whole lab: a one-worker job (the reference losses, the accumulation check, the 1-worker speed)
-/// and an N-worker job (naive, then bucketed), then the observations workers_agree_at_start,
+/// and an N-worker job (naive, then bucketed), then two rounds of short jobs (N workers bucketed and one
+/// worker, the order alternating) so that scaling_efficiency is decided on per-round ratios, then the
+/// observations workers_agree_at_start,
 /// same_losses_as_one_worker, weights_stay_in_sync, bucketed_same_losses_as_naive, allreduce_overlap,
 /// accumulation_matches_large_batch, scaling_efficiency and allreduce_bandwidth.
 /// @param config the run
