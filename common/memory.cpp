@@ -2,12 +2,16 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace speedlabs {
@@ -42,6 +46,23 @@ std::optional<int64_t> status_bytes(const std::string& key) {
 }
 
 }  // namespace
+
+std::optional<int64_t> total_memory_bytes(const c10::Device& device) {
+  if (device.is_cpu()) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return std::nullopt;
+    return static_cast<int64_t>(pages) * page_size;
+  }
+#ifdef SPEEDLABS_TORCH_HAS_CUDA
+  if (device.is_cuda()) {
+    size_t free_bytes = 0, total_bytes = 0;
+    const c10::cuda::CUDAGuard guard(cuda_index(device));
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return std::nullopt;
+    return static_cast<int64_t>(total_bytes);
+  }
+#endif
+  return std::nullopt;
+}
 
 void reset_peak_memory(const c10::Device& device) {
   if (device.is_cuda()) {

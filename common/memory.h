@@ -26,6 +26,11 @@ void reset_peak_memory(const c10::Device& device);
 ///         allocator in this build (a CUDA device needs a libtorch built with CUDA)
 std::optional<int64_t> peak_memory_bytes(const c10::Device& device);
 
+/// How much memory @p device has in all, in bytes: the machine's physical memory for the CPU, the GPU's
+/// global memory for a CUDA device. What a run's size is checked against before it starts.
+/// @return nullopt where it cannot be read (a GPU without CUDA in this libtorch, another accelerator)
+std::optional<int64_t> total_memory_bytes(const c10::Device& device);
+
 /// Resident memory of this process now, in bytes (VmRSS of /proc/self/status).
 /// @return nullopt where /proc is not there (not Linux)
 std::optional<int64_t> current_rss_bytes();

@@ -16,6 +16,7 @@
 #include "common/files.h"
 #include "common/gpt.h"
 #include "common/host_memory.h"
+#include "common/memory.h"
 #include "common/plot.h"
 #include "common/process.h"
 #include "common/timer.h"
@@ -217,9 +218,22 @@ int64_t step_peak_bytes_formula(const ModelShape& shape, int64_t batch, int64_t 
 }
 
 int64_t largest_batch_formula(const ModelShape& shape, int64_t seq, bool checkpoint, int64_t budget_bytes) {
-  int64_t batch = 0;
-  while (step_peak_bytes_formula(shape, batch + 1, seq, checkpoint) <= budget_bytes) ++batch;
-  return batch;
+  // The peak grows with the batch: double until it no longer fits, then halve the gap. A batch above 2^31
+  // would fit no real machine and would overflow the formula's bytes for GPT-2's vocabulary.
+  constexpr int64_t kLargestBatch = int64_t{1} << 31;
+  const auto fits = [&](int64_t batch) { return step_peak_bytes_formula(shape, batch, seq, checkpoint) <= budget_bytes; };
+  if (!fits(1)) return 0;
+  int64_t low = 1, high = 2;  // fits(low), and high is not known to fit
+  while (high <= kLargestBatch && fits(high)) {
+    low = high;
+    high *= 2;
+  }
+  if (high > kLargestBatch) return low;
+  while (high - low > 1) {
+    const int64_t middle = low + (high - low) / 2;
+    (fits(middle) ? low : high) = middle;
+  }
+  return low;
 }
 
 std::vector<TrainingMemoryRow> training_memory_table() {
@@ -352,7 +366,15 @@ std::string write_phase_plot(const std::string& dir, const std::vector<std::pair
 namespace {
 
 // The budget, checked before anything runs: not even B = 1 fitting is the user's input to fix.
-int64_t checked_budget_bytes(const Config& config, const ModelShape& shape) {
+int64_t checked_budget_bytes(const Config& config, const ModelShape& shape, const c10::Device& device) {
+  // The budget is a share of this machine: more than it has would ask for a batch no run here can hold (and
+  // a budget of exabytes would overflow the byte count).
+  const auto total = speedlabs::total_memory_bytes(device);
+  if (total && config.budget_mb * kMiB > static_cast<double>(*total)) {
+    throw speedlabs::UsageError("--budget-mb " + std::to_string(static_cast<int64_t>(config.budget_mb)) +
+                                " is more than " + (device.is_cpu() ? "this machine's" : device.str() + "'s") +
+                                " memory (" + mib_text(*total) + "): give a budget it can hold");
+  }
   const auto budget = static_cast<int64_t>(config.budget_mb * kMiB);
   const int64_t smallest = step_peak_bytes_formula(shape, 1, config.seq, /*checkpoint=*/true);
   if (smallest > budget) {
@@ -565,7 +587,7 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
   for (const int64_t seq : config.checkpoint_seqs) checked_config(config.model, seq);
   Meter meter(device);  // refuses a device it cannot measure before anything runs
   const ModelShape shape = model_shape(config.model);
-  const int64_t budget = checked_budget_bytes(config, shape);
+  const int64_t budget = checked_budget_bytes(config, shape, device);
   // Step times are compared below: freed buffers kept in the heap, not page-faulted in again every step.
   std::cout << speedlabs::keep_freed_host_memory() << "\n";
   std::cout << (device.is_cpu() ? "measured by the counting CPU allocator (common/host_memory.h)"

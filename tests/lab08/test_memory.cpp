@@ -52,6 +52,13 @@ TEST(Lab08Formulas, TheLargestBatchIsTheLastOneThatFits) {
     EXPECT_GT(lab08::step_peak_bytes_formula(shape, batch + 1, 128, checkpoint), budget);
   }
   EXPECT_EQ(lab08::largest_batch_formula(shape, 128, true, 1 << 20), 0);  // 1 MiB: not even the weights
+  // A budget of a terabyte is answered at once (the search halves, it does not count up one by one), and the
+  // answer is still the largest batch that fits.
+  const int64_t terabyte = int64_t{1} << 40;
+  const int64_t huge = lab08::largest_batch_formula(shape, 128, false, terabyte);
+  EXPECT_GT(huge, 1000);
+  EXPECT_LE(lab08::step_peak_bytes_formula(shape, huge, 128, false), terabyte);
+  EXPECT_GT(lab08::step_peak_bytes_formula(shape, huge + 1, 128, false), terabyte);
 }
 
 TEST(Lab08Formulas, SevenBillionParametersNeed112GBToTrainWithAdamW) {
