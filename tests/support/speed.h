@@ -43,11 +43,11 @@ inline double speed_share(double fraction, const SpeedRule& rule) {
 
 /// Times @p exercise against @p best and records the share of the points (see the file's comment).
 inline void grade_speed(const std::string& what, const std::function<void()>& exercise,
-                        const std::function<void()>& best, const SpeedRule& rule = {}) {
-  const c10::Device cpu(c10::kCPU);
+                        const std::function<void()>& best, const SpeedRule& rule = {},
+                        const c10::Device& device = c10::Device(c10::kCPU)) {
   std::string reason;
   for (int attempt = 1; attempt <= rule.attempts; ++attempt) {
-    const auto timed = time_interleaved({exercise, best}, cpu, rule.timing);
+    const auto timed = time_interleaved({exercise, best}, device, rule.timing);
     Evidence evidence;
     evidence.value = timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; });
     evidence.contention = timed.contention;
@@ -63,7 +63,8 @@ inline void grade_speed(const std::string& what, const std::function<void()>& ex
       ::testing::Test::RecordProperty("speedlabs_speed_score", std::to_string(share));
       return;
     }
-    std::printf("%s: attempt %d of %d could not decide: %s\n", what.c_str(), attempt, rule.attempts, reason.c_str());
+    std::printf("%s: attempt %d of %d could not decide (median %.2f of the best's speed, not scored): %s\n",
+                what.c_str(), attempt, rule.attempts, evidence.value.median, reason.c_str());
   }
   std::printf("%s: could not decide: %s\nspeed score: undecided\n", what.c_str(), reason.c_str());
   ::testing::Test::RecordProperty("speedlabs_speed_score", "undecided");
