@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <set>
 #include <thread>
@@ -435,8 +436,37 @@ void adapt_to_gpu(Config& config) {
   config.doc_kib = 4;
 }
 
+namespace {
+
+// The sizes the roofline allocates and the loader reads, as products, before any work: a size whose bytes
+// overflow, or that this device cannot hold, is the user's input to fix (exit 2), not a failure 15 s in.
+void check_sizes(const Config& config, const c10::Device& device) {
+  constexpr int64_t kKiB = 1024, kMiB = 1024 * 1024;
+  if (config.doc_kib > std::numeric_limits<int64_t>::max() / kKiB) {
+    throw speedlabs::UsageError("--doc-kib " + std::to_string(config.doc_kib) + " is too large to count in bytes");
+  }
+  // The roofs: a, b and c of the matmul in float32 and in bfloat16 (6 bytes per element in all), and the
+  // copy's and triad's three arrays.
+  int64_t square = 0, matmul_bytes = 0, stream_bytes = 0;
+  const bool overflow = __builtin_mul_overflow(config.matmul_size, config.matmul_size, &square) ||
+                        __builtin_mul_overflow(square, int64_t{6 * 3}, &matmul_bytes) ||
+                        __builtin_mul_overflow(config.stream_mib, 3 * kMiB, &stream_bytes);
+  const auto total = speedlabs::total_memory_bytes(device);
+  const int64_t needed = overflow ? 0 : std::max(matmul_bytes, stream_bytes);
+  if (overflow || (total && needed > *total)) {
+    throw speedlabs::UsageError("--matmul-size " + std::to_string(config.matmul_size) + " and --stream-mib " +
+                                std::to_string(config.stream_mib) + " need " +
+                                (overflow ? std::string("more bytes than can be counted") : speedlabs::format_bytes(needed)) +
+                                (total ? " at once; " + device.str() + " has " + speedlabs::format_bytes(*total) : "") +
+                                ": give smaller sizes");
+  }
+}
+
+}  // namespace
+
 void run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
   speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between steps, end the Python child
+  check_sizes(config, device);
   const auto model_config = gpt::GPTConfig::by_name(config.model);
   if (config.seq > model_config.block_size) {
     throw speedlabs::UsageError("--seq " + std::to_string(config.seq) + " is longer than the model's block size " +
