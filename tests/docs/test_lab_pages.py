@@ -36,7 +36,8 @@ class ScratchCopy(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = pathlib.Path(self.tmp.name)
         (self.root / "scripts").mkdir()
-        shutil.copy(REPO / "scripts" / "lab_pages.py", self.root / "scripts")
+        for script in ("lab_pages.py", "predictions.py"):  # lab_pages reads the questions through predictions.py
+            shutil.copy(REPO / "scripts" / script, self.root / "scripts")
         files = {
             "labs/01_demo/README.md": README,
             "labs/01_demo/CMakeLists.txt": "speedlabs_add_lab(ID 01 SOURCES experiment.cpp)\n",
