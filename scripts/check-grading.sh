@@ -44,18 +44,41 @@ print(f"{variant}: speed " + (", ".join(f"{t['name']} {t['score']:g}/{t['max_sco
 if variant == "stubs":
     assert right == 0 and asked > 0, "the blank predictions earn points"
 else:
-    assert right == asked > 0, "the reference predictions do not get full marks: " + "; ".join(
-        t["output"].replace("\n", " | ") for t in parts if t["score"] != t["max_score"])
+    # A machine-independent answer (bytes, counts, values) is the same on every machine: the reference must
+    # be right on each. A machine-dependent one (a band around, or a side of, this run's measurement) was
+    # answered for the 2-core machine the suite is kept on, quiet; a busier run or another CPU may move it
+    # out of its band, so it is compared and counted here, not required.
+    sys.path.insert(0, "scripts")
+    import predictions
+    wrong, dependent_off = [], []
+    for path in sorted(__import__("glob").glob("solutions/*/predictions.toml")):
+        lab = path.split("/")[1][:2]
+        report, where = predictions.measured_run(lab)
+        for q in predictions.read(path):
+            status, measured, detail = predictions.compare(q, report)
+            if q.machine_dependent:
+                if status != "ok":
+                    dependent_off.append(f"lab {lab} {q.name}: {status} ({detail}) against {where}")
+            elif status != "ok":
+                wrong.append(f"lab {lab} {q.name}: {status} ({detail}) against {where}")
+    assert not wrong, "the reference predictions miss machine-independent answers: " + "; ".join(wrong)
+    print(f"{variant}: machine-dependent reference answers outside their band on this run: {len(dependent_off)}")
+    for line in dependent_off:
+        print("  " + line)
+    right = asked = 0  # their points are checked above, question by question
+    tests = [t for t in tests if t not in parts]
 graded = [t for t in tests if t["max_score"] > 0]
 total = sum(t["max_score"] for t in graded)
+earned = sum(t["score"] for t in graded)
 print(f"{variant}: {len(cases)} graded tests: {passed} passed, {len(failed)} failed, {len(skipped)} skipped; "
-      f"score {data['score']:g} of {total:g} over {len(graded)} exercises graded here")
+      f"score {earned:g} of {total:g} over {len(graded)} exercises graded here")
 if variant == "stubs":
     assert passed == 0, f"{passed} graded tests pass without the student's code"
     assert data["score"] == 0, "the stubs earn points"
 else:
     assert not failed, "the reference solutions fail graded tests: " + ", ".join(c.get("name") for c in failed)
-    assert data["score"] == total > 0, "the reference solutions do not get full points"
+    assert earned == total > 0, "the reference solutions do not get full points: " + ", ".join(
+        f'{t["name"]} {t["score"]:g}/{t["max_score"]:g}' for t in graded if t["score"] != t["max_score"])
 PY
 }
 
