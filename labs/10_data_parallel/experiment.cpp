@@ -1,12 +1,8 @@
 #include "experiment.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -17,6 +13,7 @@
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
+#include "launcher.h"
 
 namespace lab10 {
 
@@ -50,33 +47,6 @@ constexpr double kEfficiencyTolerance = 0.25;
 constexpr int kScalingRounds = 3;
 // ... the short jobs running config.steps / kScalingRounds steps, at least this many (one is warm-up).
 constexpr int kMinRoundSteps = 5;
-
-std::string this_program() {
-  std::error_code error;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) throw speedlabs::RuntimeFailure("cannot find this program's path (/proc/self/exe): " + error.message());
-  return path.string();
-}
-
-std::filesystem::path temporary_path() {
-  static std::atomic<int> counter{0};
-  return std::filesystem::temp_directory_path() /
-         ("lab10-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
-}
-
-// The lines of a job's output that say why it stopped: the workers' errors and, with @p mpirun_too,
-// mpirun's account of who died. @p first_only: one line (every worker reports the same usage error).
-std::string why_it_stopped(const std::string& output, bool mpirun_too, bool first_only) {
-  std::istringstream lines(output);
-  std::string line, why;
-  while (std::getline(lines, line)) {
-    const bool ours = line.find("lab10 worker") != std::string::npos;
-    const bool mpiruns = line.find("mpirun noticed") != std::string::npos;
-    if (ours || (mpirun_too && mpiruns)) why += (why.empty() ? "" : "\n  ") + line;
-    if (first_only && !why.empty()) break;
-  }
-  return why.empty() ? "(no worker said why; the output is above)" : why;
-}
 
 ModeTrace trace_from_json(const nlohmann::json& json) {
   ModeTrace trace;
@@ -178,7 +148,6 @@ const ModeTrace& JobResult::mode(const std::string& name) const {
 }
 
 JobResult run_job(const Config& config, int workers, const std::vector<std::string>& modes, bool accumulation) {
-  const auto out_path = temporary_path();
   JobSpec spec;
   spec.model = config.model;
   spec.batch = config.batch;
@@ -192,55 +161,23 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   spec.expect_workers = config.faults.claimed_workers > 0 ? config.faults.claimed_workers : workers;
   spec.device = config.device;
   spec.data_dir = datasets::resolve_data_dir(config.data_dir).string();
-  spec.out_path = out_path.string();
   spec.faults = config.faults;
 
-  std::vector<std::string> argv{config.mpirun};
-  if (geteuid() == 0) argv.push_back("--allow-run-as-root");  // Open MPI refuses root without it
-  for (const char* flag : {"--oversubscribe", "--bind-to", "none", "-np"}) argv.emplace_back(flag);
-  argv.push_back(std::to_string(workers));
-  if (!config.hostfile.empty()) {
-    argv.insert(argv.end(), {"--hostfile", config.hostfile});
-  } else {  // one machine: keep every socket, MPI's and its launcher's, on the loopback interface
-    argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"});
-  }
-  argv.insert(argv.end(), {config.worker_program.empty() ? this_program() : config.worker_program, "--worker",
-                           to_json(spec).dump()});
-
-  speedlabs::ProcessOptions options;
-  options.timeout_s = config.timeout_s;
-  options.env = {{"OMP_NUM_THREADS", "1"}};
-  const std::string name = std::to_string(workers) + "-worker job";
-  std::cout << "starting the " << name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
+  Launch launch;
+  launch.workers = workers;
+  launch.program = config.worker_program;
+  launch.mpirun = config.mpirun;
+  launch.hostfile = config.hostfile;
+  launch.timeout_s = config.timeout_s;
+  launch.who = "lab10 worker";
+  launch.name = std::to_string(workers) + "-worker job";
+  std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
             << ", modes:";
   for (const auto& mode : modes) std::cout << " " << mode;
   std::cout << ")" << std::endl;
-  const speedlabs::ContentionProbe probe;  // the workers' CPU counts as ours once mpirun has reaped them
-  const auto process = speedlabs::run_process(argv, options);
-  const speedlabs::Contention contention = probe.read();
-  std::cout << process.output << std::flush;
-  if (process.interrupted) throw speedlabs::RuntimeFailure("interrupted: the " + name + " was stopped");
-  if (process.timed_out) {
-    throw speedlabs::RuntimeFailure("the " + name + " did not finish within " + fixed(config.timeout_s, 0) +
-                                    " s and was ended with every worker");
-  }
-  if (!process.ok()) {
-    std::filesystem::remove(out_path);
-    if (process.exit_code == speedlabs::kExitUsage) {
-      throw speedlabs::UsageError("the workers stopped at start: " + why_it_stopped(process.output, false, true));
-    }
-    if (process.exit_code == speedlabs::kExitNotImplemented) {
-      throw speedlabs::NotImplementedError(why_it_stopped(process.output, false, true));
-    }
-    throw speedlabs::RuntimeFailure("the " + name + " failed (" + process.describe() +
-                                    "); every other worker was stopped:\n  " + why_it_stopped(process.output, true, false));
-  }
-  std::ifstream in(out_path);
-  if (!in) throw speedlabs::RuntimeFailure("the " + name + " ended without writing " + out_path.string());
-  const auto json = nlohmann::json::parse(in);
-  std::filesystem::remove(out_path);
-  JobResult result = result_from_json(json);
-  result.contention = contention;
+  const Launched launched = launch_mpi_job(launch, to_json(spec));
+  JobResult result = result_from_json(launched.result);
+  result.contention = launched.contention;
   return result;
 }
 

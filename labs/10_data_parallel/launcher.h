@@ -1,8 +1,7 @@
 /// @file labs/10_data_parallel/launcher.h
 /// @brief Starting a job of MPI workers from the lab's own program, and reading what rank 0 wrote.
 ///
-/// The worker side is run_mpi_worker (worker.h). Lab 11 starts its jobs with this; lab 10's own run_job
-/// (experiment.cpp) still holds the same steps written out for its JobSpec, to be moved onto it.
+/// The worker side is run_mpi_worker (worker.h). Labs 10 and 11 start their jobs with this.
 #pragma once
 #include <nlohmann/json.hpp>
 
