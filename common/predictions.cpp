@@ -251,6 +251,11 @@ Comparison compare_prediction(const Prediction& p, const Report& report) {
   }
   const auto& o = report.at(p.id);
   if (o.verdict == Verdict::not_applicable) return {Comparison::Status::unmeasured, nullptr, "not measured here: " + o.reason};
+  // A run that could not decide an observation does not grade predictions of it: its numbers may be a busy
+  // machine's (a roof measured under load, a ratio that scattered). Compare on a quieter run.
+  if (o.verdict == Verdict::inconclusive) {
+    return {Comparison::Status::unmeasured, nullptr, "this run could not decide " + p.id + ": " + o.reason};
+  }
   const auto value = measured_field(o.measured, p.field);
   if (value.is_null()) return {Comparison::Status::unmeasured, nullptr, p.id + " has no field '" + p.field + "'"};
   return compare_values(p.answer, value, p.tolerance);

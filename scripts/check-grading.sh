@@ -56,6 +56,8 @@ else:
         report, where = predictions.measured_run(lab)
         for q in predictions.read(path):
             status, measured, detail = predictions.compare(q, report)
+            if status == "unmeasured" and "could not decide" in detail:
+                continue  # a busy CI run's undecided observation grades no prediction, the reference's included
             if q.machine_dependent:
                 if status != "ok":
                     dependent_off.append(f"lab {lab} {q.name}: {status} ({detail}) against {where}")

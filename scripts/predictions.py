@@ -197,6 +197,8 @@ def compare(question, report):
         return "unmeasured", None, f"the run has no observation {question.id}"
     if observation.get("verdict") == "not_applicable":
         return "unmeasured", None, "not measured on this machine: " + (observation.get("reason") or "")
+    if observation.get("verdict") == "inconclusive":  # a busy machine's numbers grade nothing
+        return "unmeasured", None, f"this run could not decide {question.id}: " + (observation.get("reason") or "")
     value = measured_field(observation.get("measured"), question.field)
     if value is None:
         return "unmeasured", None, f"{question.id} has no field '{question.field}'"

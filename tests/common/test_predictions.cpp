@@ -142,4 +142,22 @@ TEST(Predictions, AnUnmeasuredObservationIsNeitherCloseNorOff) {
   EXPECT_EQ(speedlabs::compare_prediction(p, report()).status, Comparison::Status::unmeasured);
 }
 
+TEST(Predictions, AnObservationTheRunCouldNotDecideGradesNothing) {
+  // A busy machine's ratio: the run refused to decide it, so a prediction is neither close nor off.
+  speedlabs::Report busy("00_test", "cpu");
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::summarize_samples({3.0, 3.0, 3.0});
+  evidence.contention.wall_s = 1;
+  evidence.contention.cores = 2;
+  evidence.contention.others_cores = 1.5;
+  busy.decide("ratio", "a ratio", 3.0, "> 1", evidence, [](double r) { return r > 1; });
+  speedlabs::Prediction p;
+  p.id = "ratio";
+  p.answer = 0.5;
+  p.tolerance = {speedlabs::Tolerance::Kind::side_of, 1.0};
+  const auto c = speedlabs::compare_prediction(p, busy);
+  EXPECT_EQ(c.status, Comparison::Status::unmeasured);
+  EXPECT_NE(c.detail.find("could not decide"), std::string::npos) << c.detail;
+}
+
 }  // namespace
