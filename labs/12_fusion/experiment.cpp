@@ -340,9 +340,6 @@ std::string plot_data(const Results& results) {
 }  // namespace
 
 bool write_plot(const Results& results, const Config& config, const std::string& directory) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  const std::string path = (std::filesystem::path(directory) / "lab12_peak_memory.svg").string();
   const std::string title = "LM head + cross-entropy, forward + backward, " + config.model + " (V = 50257), chunks of " +
                             std::to_string(config.chunk);
   // The script comes on stdin; the output path and the title travel as ARG1 and ARG2, data, never script text.
@@ -358,11 +355,13 @@ set grid
 plot $data using 1:2 with linespoints lw 2 title "plain (logits written out)", \
      $data using 1:3 with linespoints lw 2 title "chunked"
 )gnuplot";
-  if (const std::string failure = speedlabs::run_gnuplot("", script, {path, title}); !failure.empty()) {
+  std::string failure;
+  const auto written = speedlabs::write_svgs(script, directory, {"lab12_peak_memory"}, {title}, failure);
+  if (written.empty()) {
     std::cerr << "lab12: no plot: " << failure << "\n";
     return false;
   }
-  std::cout << "plot written to " << path << "\n";
+  std::cout << "plot written to " << written.front() << "\n";
   return true;
 }
 
