@@ -18,8 +18,10 @@ namespace speedlabs {
 
 /// How close an answer must be to count. Exactly one kind per question.
 struct Tolerance {
+  /// exact: equal; relative: within a share of the measurement; absolute: within that much of it in the unit;
+  /// factor: within that many times, either way; side_of: on the same side of the pivot.
   enum class Kind { exact, relative, absolute, factor, side_of };
-  Kind kind = Kind::exact;
+  Kind kind = Kind::exact;  ///< which rule
   double value = 0;  ///< relative: a share of the measurement; absolute: in the unit; factor: x; side_of: the pivot
 };
 
@@ -31,14 +33,14 @@ struct Prediction {
   std::string unit;      ///< the answer's unit
   std::string why;       ///< an optional one-line hint
   nlohmann::json answer; ///< the student's answer: null while blank; a number, a string or a bool
-  Tolerance tolerance;
+  Tolerance tolerance;   ///< how close counts
   int line = 0;          ///< where the question starts in the file
 };
 
 /// A predictions file, read.
 struct PredictionFile {
-  std::string path;
-  std::vector<Prediction> questions;
+  std::string path;                   ///< where it was read from
+  std::vector<Prediction> questions;  ///< in the file's order
   std::string error;  ///< "" when the file read well; else what is wrong and on which line
 };
 
@@ -47,13 +49,15 @@ struct PredictionFile {
 PredictionFile read_predictions(const std::string& path);
 
 /// The file of lab @p folder ("01_vectorize"): $SPEEDLABS_PREDICTIONS when set, else
-/// <source>/labs/<folder>/predictions.toml.
+/// `SOURCE/labs/FOLDER/predictions.toml`.
 std::string predictions_path(const std::string& folder);
 
 /// How one answer compares with the run.
 struct Comparison {
+  /// blank: no answer yet; close: within the tolerance; off: outside it; unmeasured: nothing to compare with
+  /// (not measured here, or a measurement the run could not decide).
   enum class Status { blank, close, off, unmeasured };
-  Status status = Status::blank;
+  Status status = Status::blank;  ///< the outcome
   nlohmann::json measured;  ///< the measured value (null when unmeasured)
   std::string detail;       ///< "off by 23%", "other side of 1", why it is unmeasured
 };

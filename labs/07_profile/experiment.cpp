@@ -365,7 +365,7 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
                                                "no core of its own; measured saved " +
                                                fixed(saved_ms, 2) + " ms of " + fixed(feed.load_ms, 2) + " ms loading");
   } else {
-    // Decided per pair of steps; a pair that "saved" more than its whole loading time broke the bound: the
+    // Decided per pair of blocks; a pair that "saved" more than its whole loading time broke the bound: the
     // two steps differed by something else (another program, a clock change), never by prefetching alone.
     speedlabs::Evidence evidence;
     evidence.value = speedlabs::summarize_samples(feed.hidden_shares);
@@ -376,7 +376,7 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
                   {{"sync_ms", feed.sync_step_ms}, {"prefetch_ms", feed.prefetch_step_ms}, {"load_ms", feed.load_ms},
                    {"saved_ms", saved_ms}, {"hidden_share", evidence.value.median}, {"cores", feed.cores},
                    {"free_cores", feed.free_cores}},
-                  expected + ", per pair of steps", evidence, [](double share) { return share >= kMinHiddenShare; });
+                  expected + ", per pair of blocks", evidence, [](double share) { return share >= kMinHiddenShare; });
   }
   const std::string pinned_claim = "on a GPU the loader's batches are in pinned memory (non_blocking copies)";
   if (device.is_cuda()) {
@@ -422,7 +422,7 @@ Config quick_config() {
   config.op_repeats = 5;
   config.matmul_size = 512;
   config.stream_mib = 64;
-  config.feed_steps = 8;
+  config.feed_steps = 12;  // three blocks of four each way: three pairs of blocks decide prefetch_hides_loading
   return config;
 }
 

@@ -168,9 +168,15 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
 
   result.contention = probe.read();
   result.free_cores = std::min(free_before, measure_free_cores());
-  // Step i of a synchronous block and step i of the prefetched block after it ran moments apart.
-  for (size_t i = 0; i < prefetch_ms.size(); ++i) {
-    result.hidden_shares.push_back((sync_ms[i] - prefetch_ms[i]) / load_ms[i]);
+  // Per block: a synchronous block and the prefetched block right after it ran moments apart. Their medians
+  // are compared, not single steps: one training step varies by about as much as a batch takes to load.
+  const auto median_of = [](const std::vector<double>& v, size_t from, size_t count) {
+    return speedlabs::summarize_samples({v.begin() + from, v.begin() + from + count}).median;
+  };
+  for (size_t from = 0; from < prefetch_ms.size(); from += kBlock) {
+    const size_t count = std::min<size_t>(kBlock, prefetch_ms.size() - from);
+    result.hidden_shares.push_back((median_of(sync_ms, from, count) - median_of(prefetch_ms, from, count)) /
+                                   median_of(load_ms, from, count));
   }
   result.load_samples_ms = load_ms;
   const auto all = torch::stack(losses).cpu();

@@ -58,8 +58,8 @@ struct FeedResult {
   bool same_batches = false;     ///< every batch the loader gave is the one make() gives for its index
   bool all_pinned = false;       ///< every batch the loader gave was in pinned memory (GPU runs)
   double last_loss = 0;          ///< the last step's loss
-  /// Per pair of steps (the i-th step of a synchronous block and of the prefetched block after it): the
-  /// time saved over that pair's loading time. At most 1: prefetching can hide the loading, no more.
+  /// Per pair of blocks (a synchronous block and the prefetched block after it): the median step time saved
+  /// over the block's median loading time. At most 1: prefetching can hide the loading, no more.
   std::vector<double> hidden_shares;
   std::vector<double> load_samples_ms;  ///< each synchronous step's loading time
   speedlabs::Contention contention;     ///< the machine while the two ways were measured

@@ -75,8 +75,10 @@ struct Results {
   std::vector<Parity> parity;          ///< float32, then bfloat16
   std::vector<HeadPeak> peaks;         ///< one per B x T, ascending
   speedlabs::Interleaved head_timing;  ///< plain, chunked forward + backward at the largest B x T
-  std::vector<double> plain_gpt_losses, chunked_gpt_losses;  ///< per training step
-  int64_t plain_gpt_peak = 0, chunked_gpt_peak = 0;  ///< the largest extra peak of a steady step (after the first)
+  std::vector<double> plain_gpt_losses;    ///< per training step, with the plain head
+  std::vector<double> chunked_gpt_losses;  ///< per training step, with the chunked head
+  int64_t plain_gpt_peak = 0;    ///< the largest extra peak of a steady step (after the first), plain head
+  int64_t chunked_gpt_peak = 0;  ///< the same with the chunked head
   double fused_max_error = 0;          ///< max |fused - unfused| of bias + GELU
   speedlabs::Interleaved fused_timing; ///< unfused, fused
   double memory_roof = 0;              ///< bytes/s: lab 07's memory roof of this device

@@ -14,6 +14,8 @@ namespace lab12::cuda {
 /// @param x    (rows, cols)
 /// @param bias (cols)
 /// @param out  receives (rows, cols)
+/// @param rows the rows of x and out
+/// @param cols the columns of x and out, and the length of bias
 /// @throws std::runtime_error when the launch fails
 void fused_bias_gelu(const float* x, const float* bias, float* out, int64_t rows, int64_t cols);
 
