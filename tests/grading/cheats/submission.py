@@ -71,7 +71,8 @@ def write(folder):
     folder = Path(folder)
     if folder.exists():
         shutil.rmtree(folder)
-    shutil.copytree(ROOT / "solutions", folder)
+    # The exercises only: a submission's predictions are its own, and this one makes none (blank, 0 points).
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("predictions.toml"))
     for lab, function, statement, _ in ATTACKS:
         path = folder / lab / "exercise.cpp"
         text = path.read_text()
@@ -84,13 +85,22 @@ def verify(results_path):
     results = json.loads(Path(results_path).read_text())
     tests = {t["name"]: t for t in results["tests"]}
     problems = []
+    if len(tests) != len(results["tests"]):
+        problems.append("an exercise is listed twice (a lab named twice was graded twice)")
     # The submission holds no predictions.toml: each lab's predictions part is the blank file's, 0 points.
     for name in [n for n in tests if n.endswith(": predictions")]:
         if tests.pop(name)["score"] != 0:
             problems.append(f"{name}: blank predictions earned points")
-    if len(tests) != len(results["tests"]):
-        problems.append("an exercise is listed twice (a lab named twice was graded twice)")
     total = 0
+    # The speed of an honest exercise (lab 01's unrolled sum is the reference): full points where the run
+    # decided, or not scored at all where the machine was too busy to decide (said, never a silent 0).
+    for name in [n for n in tests if n.endswith("_speed")]:
+        got = tests.pop(name)
+        undecided = got["max_score"] == 0 and "could not decide" in got["output"]
+        print(f"  {name}: {got['score']:g} / {got['max_score']:g}, {got['output'][:160]}")
+        if not undecided and got["score"] != got["max_score"]:
+            problems.append(f"{name}: {got['score']:g} / {got['max_score']:g}, expected full points or undecided")
+        total += got["score"]
     for name, (score, max_score, text) in EXPECTED.items():
         got = tests.get(name)
         if got is None:
