@@ -4,7 +4,8 @@
 #     SOURCES experiment.cpp            # the lab's experiment, shared by its program and its tests
 #     [EXERCISE]                        # exercise.cpp comes from labs/<folder> or solutions/<folder>
 #     [PROGRAM lab01]                   # executable name (default labNN), built into <build>/bin
-#     [LIBS ...]                        # extra libraries (datasets, cuda kernels)
+#     [LIBS ...]                        # extra libraries (datasets, Eigen)
+#     [CUDA_KERNEL reduction]           # the lab's optional CUDA kernel: reduction.cu behind reduction.h
 #     [USES_EXERCISES 03 ...]           # earlier labs whose exercise this lab runs (their stubs or answers)
 #     [TESTS tests/labNN/test_x.cpp]    # GoogleTest sources, relative to the repository root
 #     [GPU_TESTS ...]                   # tests that need a GPU (they GTEST_SKIP without one); label gpu
@@ -16,6 +17,13 @@
 # each exercise's time budget per test in tests/labNN/points.tsv beside them, labels labNN and graded; they
 # link the earlier labs' exercises from solutions/, so a lab's score depends on its own code alone. A graded
 # test that needs a GPU calls GTEST_SKIP() without one and is reported as skipped, never as passed.
+#
+# CUDA_KERNEL name: name.cu, with its plain C++ interface name.h (no CUDA headers) in the lab's folder, is
+# compiled only where nvcc is found, and the lab's code and tests then see SPEEDLABS_LABNN_CUDA_KERNEL (lab
+# NN's id) and may call it; without nvcc they compile without it and say why its observations are not
+# applicable. Where solutions/ holds a reference name.cu, the kernel is a GPU exercise and comes from the
+# exercise tree like exercise.cpp (the labs/ stub or the solutions/ reference); otherwise it is the lab's own.
+# It may use the project's CUDA harness, common/cuda/kernels.h.
 #
 # Every lab also gets bad-input tests that need no argument of its own: an unknown flag, an unknown
 # --device and an unwritable --json path must each stop with a message and exit code 2.
@@ -53,7 +61,7 @@ function(speedlabs_add_gtest name)
   # line of output. gtest_discover_tests also gives every test SKIP_REGULAR_EXPRESSION "[  SKIPPED ]",
   # which no property can take away (CTest adds expressions up), so CTest's own summary can still call a
   # test that printed that line skipped: grading never reads that verdict, only GoogleTest's own record of
-  # each test (tests/support/test_main.cpp, scripts/grade.py).
+  # each test (tests/support/test_main.cpp, scripts/driver/grade.py).
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
@@ -85,8 +93,32 @@ function(speedlabs_add_gtest name)
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
 endfunction()
 
+# The library of a lab's CUDA_KERNEL (see above), only where nvcc is found; its name in ${out}, else "".
+function(speedlabs_add_cuda_kernel out id folder name)
+  set(${out} "" PARENT_SCOPE)
+  if(NOT SPEEDLABS_HAVE_CUDA_COMPILER)
+    return()
+  endif()
+  # A GPU exercise comes from the exercise tree, like exercise.cpp (a student release has no solutions/:
+  # there a kernel comes from the exercise tree wherever that tree holds it).
+  set(source "${CMAKE_CURRENT_SOURCE_DIR}/${name}.cu")
+  set(exercise_source "${PROJECT_SOURCE_DIR}/${SPEEDLABS_EXERCISES}/${folder}/${name}.cu")
+  if((EXISTS "${PROJECT_SOURCE_DIR}/solutions/${folder}/${name}.cu" OR NOT EXISTS "${PROJECT_SOURCE_DIR}/solutions")
+     AND EXISTS "${exercise_source}")
+    set(source "${exercise_source}")
+  endif()
+  set(kernel "lab${id}_cuda_kernel")
+  add_library(${kernel} STATIC "${source}")
+  target_include_directories(${kernel} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+  # The shared runtime: the same libcudart a CUDA libtorch loads, not a second static copy.
+  set_target_properties(${kernel} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+  target_link_libraries(${kernel} PUBLIC speedlabs_cuda_kernels)  # the harness, the runtime, the project's root
+  target_compile_definitions(${kernel} INTERFACE SPEEDLABS_LAB${id}_CUDA_KERNEL)
+  set(${out} ${kernel} PARENT_SCOPE)
+endfunction()
+
 function(speedlabs_add_lab)
-  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM" "SOURCES;LIBS;USES_EXERCISES;TESTS;GPU_TESTS;GRADED_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
+  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM;CUDA_KERNEL" "SOURCES;LIBS;USES_EXERCISES;TESTS;GPU_TESTS;GRADED_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
   if(NOT LAB_ID)
     message(FATAL_ERROR "speedlabs_add_lab: ID is required")
   endif()
@@ -97,10 +129,15 @@ function(speedlabs_add_lab)
     set(LAB_PROGRAM "${label}")
   endif()
 
+  set(cuda_kernel "")
+  if(LAB_CUDA_KERNEL)
+    speedlabs_add_cuda_kernel(cuda_kernel ${LAB_ID} "${folder}" "${LAB_CUDA_KERNEL}")
+  endif()
+
   # Object libraries: the experiment and main() are compiled once and linked with either exercise.
   add_library(${core} OBJECT ${LAB_SOURCES})
   target_include_directories(${core} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
-  target_link_libraries(${core} PUBLIC speedlabs_common ${LAB_LIBS})
+  target_link_libraries(${core} PUBLIC speedlabs_common ${LAB_LIBS} ${cuda_kernel})
   # An earlier lab's exercise that this lab runs: its headers, and its objects in every program and test
   # of this lab, so the student's own earlier answer is what runs here too.
   # Transitively: lab 08 uses lab 05's exercise, which runs lab 03's.
@@ -189,7 +226,7 @@ function(speedlabs_add_lab)
     # The lesson's "What you should observe" table lists exactly the ids of that report (and of the run kept
     # for the docs in docs/results/), so the lesson cannot drift from the code.
     add_test(NAME ${label}.docs_observe_table
-      COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/lab_pages.py" check-ids "${CMAKE_CURRENT_SOURCE_DIR}/README.md"
+      COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/lab_pages.py" check-ids "${CMAKE_CURRENT_SOURCE_DIR}/README.md"
               "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json")
     set_tests_properties(${label}.docs_observe_table PROPERTIES LABELS "${label};docs" FIXTURES_REQUIRED ${label}_json
                          TIMEOUT 60 SKIP_RETURN_CODE 77)

@@ -18,7 +18,9 @@
 namespace speedlabs {
 
 CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help, int minimum) {
-  return app.add_option(name, value, help)->check(CLI::Range(minimum, std::numeric_limits<int>::max()))->capture_default_str();
+  return app.add_option(name, value, help)
+      ->check(CLI::Range(minimum, std::numeric_limits<int>::max()))
+      ->capture_default_str();
 }
 
 CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int64_t& value, const std::string& help,
@@ -45,8 +47,8 @@ CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& val
 CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed) {
   const CLI::Validator whole_number(
       [](std::string& text) -> std::string {
-        const bool digits = !text.empty() && text.size() <= 19 &&
-                            text.find_first_not_of("0123456789") == std::string::npos;
+        const bool digits =
+            !text.empty() && text.size() <= 19 && text.find_first_not_of("0123456789") == std::string::npos;
         if (!digits || std::stoull(text) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
           return "'" + text + "' is not a seed: give a whole number from 0 to 9223372036854775807";
         }
@@ -99,8 +101,12 @@ std::string out_of_memory_message(const std::string& what) {
   }
   return std::string("out of ") + (gpu ? "GPU" : "host") + " memory: an allocation" + size +
          " failed. Try a smaller --batch or sequence length (--help lists this lab's flags)" +
-         (gpu ? "" : ", or close what else is using the machine's memory") + ".\n  libtorch said: " +
-         (what.empty() ? "nothing" : what.substr(0, what.find('\n')));
+         (gpu ? "" : ", or close what else is using the machine's memory") +
+         ".\n  libtorch said: " + (what.empty() ? "nothing" : what.substr(0, what.find('\n')));
+}
+
+bool is_host_allocation_failure(const std::string& what) {
+  return what.find("alloc_cpu") != std::string::npos || what.find("DefaultCPUAllocator") != std::string::npos;
 }
 
 int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run) {
@@ -151,6 +157,10 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
     std::cerr << me << ": error: " << e.what() << "\n";
     return kExitRuntime;
   } catch (const c10::Error& e) {
+    if (is_host_allocation_failure(e.what_without_backtrace())) {
+      std::cerr << me << ": error: " << out_of_memory_message(e.what_without_backtrace()) << "\n";
+      return kExitRuntime;
+    }
     std::cerr << me << ": libtorch error: " << e.what_without_backtrace() << "\n";
     return kExitRuntime;
   } catch (const std::exception& e) {

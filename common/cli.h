@@ -3,8 +3,8 @@
 ///
 /// Parsing is CLI11's (a maintained, header-only library with validators and generated --help).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <c10/core/Device.h>
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -50,9 +50,13 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
 /// libtorch's message @p what), and which flags make the run smaller.
 std::string out_of_memory_message(const std::string& what);
 
+/// True when libtorch's message @p what says a host allocation failed: its CPU allocator reports that as a
+/// plain c10::Error ("[enforce fail at alloc_cpu.cpp] ... DefaultCPUAllocator: can't allocate memory"),
+/// not as an OutOfMemoryError; run_lab() answers both with out_of_memory_message() and exit 3.
+bool is_host_allocation_failure(const std::string& what);
+
 /// Adds an integer flag that must be at least @p minimum (CLI11 reports a violation as a usage error).
-CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help,
-                          int minimum = 1);
+CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help, int minimum = 1);
 /// add_int_flag() for a 64-bit value (a batch or sequence size).
 CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int64_t& value, const std::string& help,
                           int64_t minimum = 1);
@@ -74,7 +78,7 @@ CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed);
 ///     speedlabs::ConfigFlags<lab05::Config> flags;
 ///     flags.int_option(app, "--steps", &lab05::Config::steps, "training steps per mode");
 ///     ...
-///     lab05::run(flags.apply(context.flags.quick ? lab05::quick_config() : lab05::Config{}), ...);
+///     lab05::run(flags.configure(context, lab05::quick_config), ...);
 template <class Config>
 class ConfigFlags {
  public:
@@ -112,6 +116,25 @@ class ConfigFlags {
   Config apply(Config base) const {
     for (const auto& rule : rules_) rule(base);
     return base;
+  }
+  /// The configuration a lab runs, chosen the same way in every lab: its @p quick_config with --quick, its
+  /// defaults otherwise; then @p adapt (when given) fits those starting sizes to the chosen device; then every
+  /// flag that was given is set on top, so a flag always wins.
+  Config configure(const LabContext& context, const std::function<Config()>& quick_config,
+                   const std::function<void(Config&, const LabContext&)>& adapt = {}) const {
+    Config base = context.flags.quick ? quick_config() : Config{};
+    if (adapt) adapt(base, context);
+    return apply(std::move(base));
+  }
+
+  /// `--config`: the model size, with the same choices and help in every lab that has one.
+  CLI::Option* model_option(CLI::App& app, std::string Config::*member) {
+    return option(app, "--config", member, "model size: tiny (CPU-friendly) or gpt2 (124M)")
+        ->check(CLI::IsMember({"tiny", "gpt2"}));
+  }
+  /// `--data-dir`: where the lab reads its data, with the same help in every lab that reads any.
+  CLI::Option* data_dir_option(CLI::App& app, std::string Config::*member) {
+    return option(app, "--data-dir", member, "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
   }
 
  private:

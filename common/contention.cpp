@@ -36,8 +36,8 @@ ContentionProbe::Counters ContentionProbe::now() {
   getrusage(RUSAGE_SELF, &self);
   getrusage(RUSAGE_CHILDREN, &children);  // workers and peers this process started and waited for
   getrusage(RUSAGE_THREAD, &thread);
-  c.process_cpu_s = seconds(self.ru_utime) + seconds(self.ru_stime) + seconds(children.ru_utime) +
-                    seconds(children.ru_stime);
+  c.process_cpu_s =
+      seconds(self.ru_utime) + seconds(self.ru_stime) + seconds(children.ru_utime) + seconds(children.ru_stime);
   c.preemptions = thread.ru_nivcsw;
   c.machine_busy_s = machine_busy_s();
   return c;

@@ -8,12 +8,12 @@ namespace speedlabs {
 
 /// Exit codes shared by every lab program.
 enum ExitCode : int {
-  kExitOk = 0,             ///< every must-hold observation holds
+  kExitOk = 0,                 ///< every must-hold observation holds
   kExitObservationFailed = 1,  ///< at least one must-hold observation fails
-  kExitUsage = 2,          ///< bad flag or value, unavailable device, unwritable output
-  kExitRuntime = 3,        ///< the experiment could not run: missing data, NaN loss, out of memory
-  kExitNotImplemented = 4, ///< a student's exercise is still a stub
-  kExitUndecided = 5       ///< no must-hold observation fails, but one could not be decided (busy machine)
+  kExitUsage = 2,              ///< bad flag or value, unavailable device, unwritable output
+  kExitRuntime = 3,            ///< the experiment could not run: missing data, NaN loss, out of memory
+  kExitNotImplemented = 4,     ///< a student's exercise is still a stub
+  kExitUndecided = 5           ///< no must-hold observation fails, but one could not be decided (busy machine)
 };
 
 /// Bad input from the user: unknown value, impossible size, a device that is not there. Exit 2.

@@ -1,6 +1,8 @@
 /// @file files.h
 /// @brief Writing result files so that an interrupted run never leaves half a file behind.
 #pragma once
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 
@@ -48,5 +50,36 @@ bool try_write_file_atomically(const std::string& path, std::string_view bytes);
 /// @param path   the destination
 /// @param bytes  the whole content
 void write_file_atomically(const std::string& path, std::string_view bytes);
+
+/// A CSV file a long run appends to, one line per finished step, so a killed or interrupted run keeps every
+/// step it finished. The file is made under a temporary name of this run, with its header, and renamed into
+/// place at once; each line is then appended in one checked write, so a line is never half there. The run
+/// holds an exclusive lock (flock) on its file for its whole life: a second run given the same path is
+/// refused with UsageError (exit 2) before it replaces anything, so two runs never both claim the file. A
+/// failed write (a full disk) throws RuntimeFailure (exit 3) saying what the file keeps: the file cut back
+/// to its last whole line, or, when the header itself could not be written, the path as it was and no
+/// temporary file left behind.
+class CsvLog {
+ public:
+  /// @param path    the CSV file ("" = no CSV: add() does nothing)
+  /// @param header  its first line (without the newline)
+  CsvLog(std::string path, const std::string& header);
+  ~CsvLog();
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+  /// Appends one line (without its newline).
+  void add(const std::string& line);
+
+ private:
+  // Appends @p line and its newline in one write; "" when it went in whole, else why not.
+  std::string write_line(const std::string& line);
+  // Renames the header-only @p temporary onto the path, or throws UsageError when another run holds it.
+  void replace_unless_another_run_holds(const std::string& temporary);
+
+  std::string path_;
+  int fd_ = -1;     // the file this run writes (and holds locked)
+  off_t size_ = 0;  // bytes of whole lines written so far
+  int lines_ = 0;   // lines written after the header
+};
 
 }  // namespace speedlabs

@@ -16,6 +16,13 @@ inline std::string fixed(double value, int digits) {
   return text.str();
 }
 
+/// Bytes in a mebibyte (2^20): the labs' memory columns and observations are in MiB.
+inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
+/// @p bytes in mebibytes: to_mib(3 << 20) is 3.0.
+/// @param bytes  a byte count
+inline double to_mib(double bytes) { return bytes / kBytesPerMiB; }
+
 /// A byte count in binary units: format_bytes(1536) is "1.5 KiB", format_bytes(3 << 30) is "3.0 GiB".
 inline std::string format_bytes(double bytes) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};

@@ -27,6 +27,14 @@ GPTConfig GPTConfig::by_name(const std::string& name) {
   throw UsageError("unknown model config '" + name + "': choose gpt2 or tiny");
 }
 
+void GPTConfig::require_sequence_fits(int64_t seq, const std::string& what) const {
+  if (seq < 1 || seq > block_size) {
+    throw UsageError(what + ": a sequence of " + std::to_string(seq) + " tokens does not fit the model, whose block " +
+                     "size (longest sequence) is " + std::to_string(block_size) + "; give 1 to " +
+                     std::to_string(block_size));
+  }
+}
+
 torch::Tensor fused_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
 }
@@ -96,7 +104,7 @@ GPTImpl::GPTImpl(const GPTConfig& config, AttentionFn attention) : config_(confi
   for (int64_t i = 0; i < config.n_layer; ++i) h->push_back(Block(config, attention));
   ln_f = torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd}));
   register_module("transformer", torch::nn::ModuleDict(std::vector<std::pair<std::string, std::shared_ptr<Module>>>{
-                                      {"wte", wte.ptr()}, {"wpe", wpe.ptr()}, {"h", h.ptr()}, {"ln_f", ln_f.ptr()}}));
+                                     {"wte", wte.ptr()}, {"wpe", wpe.ptr()}, {"h", h.ptr()}, {"ln_f", ln_f.ptr()}}));
   torch::NoGradGuard no_grad;
   wte->weight.normal_(0.0, kInitStd);
   wpe->weight.normal_(0.0, kInitStd);
@@ -104,10 +112,7 @@ GPTImpl::GPTImpl(const GPTConfig& config, AttentionFn attention) : config_(confi
 
 GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
   const int64_t T = idx.size(1);
-  if (T > config_.block_size) {
-    throw UsageError("sequence length " + std::to_string(T) + " is longer than the model's block size " +
-                     std::to_string(config_.block_size));
-  }
+  config_.require_sequence_fits(T, "the input's sequence length");
   const auto positions = torch::arange(T, idx.options().dtype(torch::kLong));
   auto x = wte->forward(idx) + wpe->forward(positions);
   for (const auto& block : *h) x = block->as<Block>()->forward(x);
@@ -172,6 +177,10 @@ class Reader {
 }  // namespace
 
 void write_tensor_file(const std::string& path, const NamedTensors& tensors) {
+  write_file_atomically(path, encode_tensor_file(tensors));
+}
+
+std::string encode_tensor_file(const NamedTensors& tensors) {
   std::string out(kMagic, sizeof(kMagic));
   put<uint32_t>(out, kVersion);
   put<uint32_t>(out, static_cast<uint32_t>(tensors.size()));
@@ -193,7 +202,7 @@ void write_tensor_file(const std::string& path, const NamedTensors& tensors) {
     for (int64_t size : t.sizes()) put<int64_t>(out, size);
     out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
   }
-  write_file_atomically(path, out);
+  return out;
 }
 
 NamedTensors read_tensor_file(const std::string& path) {

@@ -6,7 +6,7 @@
 /// blocks (causal self-attention, then a GELU(tanh) MLP, each added to the residual stream), a final
 /// LayerNorm and an `lm_head` without bias that shares its weight with the token embedding.
 /// Parameter names follow the Python model (`transformer.h.0.attn.c_attn.weight`, ...), so the
-/// parity test (tests/reference/gpt_reference.py) can load them by name.
+/// parity test (reference/gpt_reference.py) can load them by name.
 #pragma once
 #include <torch/torch.h>
 
@@ -19,7 +19,7 @@ namespace speedlabs::gpt {
 
 /// The size of the model.
 struct GPTConfig {
-  int64_t block_size = 1024;  ///< longest sequence (rows of the position embedding)
+  int64_t block_size = 1024;   ///< longest sequence (rows of the position embedding)
   int64_t vocab_size = 50257;  ///< GPT-2's tokens: 256 bytes + 50,000 merges + <|endoftext|>
   int64_t n_layer = 12;        ///< transformer blocks
   int64_t n_head = 12;         ///< attention heads per block
@@ -32,11 +32,17 @@ struct GPTConfig {
   /// "gpt2" or "tiny"; throws UsageError for anything else.
   /// @param name the preset's name
   static GPTConfig by_name(const std::string& name);
+  /// Throws UsageError unless sequences of @p seq tokens fit this model: 1 <= seq <= block_size (the rows of
+  /// its position embedding). The one check of a sequence length, wherever it comes from.
+  /// @param seq   the sequence length
+  /// @param what  how the message names it, e.g. "--seq 2048" or "shape 4x2048"
+  void require_sequence_fits(int64_t seq, const std::string& what) const;
 };
 
 /// An attention function: q, k, v are (B, n_head, T, head_size); returns (B, n_head, T, head_size),
 /// each position attending only to itself and earlier positions.
-using AttentionFn = std::function<torch::Tensor(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v)>;
+using AttentionFn =
+    std::function<torch::Tensor(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v)>;
 
 /// The default attention: libtorch's fused at::scaled_dot_product_attention with is_causal.
 /// @param q queries (B, n_head, T, head_size)
@@ -87,10 +93,10 @@ class BlockImpl : public torch::nn::Module {
   /// @param x (B, T, n_embd) @return (B, T, n_embd)
   torch::Tensor forward(torch::Tensor x);
 
-  torch::nn::LayerNorm ln_1{nullptr};   ///< before attention
-  CausalSelfAttention attn{nullptr};    ///< the attention
-  torch::nn::LayerNorm ln_2{nullptr};   ///< before the MLP
-  MLP mlp{nullptr};                     ///< the MLP
+  torch::nn::LayerNorm ln_1{nullptr};  ///< before attention
+  CausalSelfAttention attn{nullptr};   ///< the attention
+  torch::nn::LayerNorm ln_2{nullptr};  ///< before the MLP
+  MLP mlp{nullptr};                    ///< the MLP
 };
 TORCH_MODULE(Block);
 
@@ -123,10 +129,10 @@ class GPTImpl : public torch::nn::Module {
   /// The logits' weight, shared with the token embedding (weight tying: one tensor, one gradient).
   const torch::Tensor& lm_head_weight() const { return wte->weight; }
 
-  torch::nn::Embedding wte{nullptr};  ///< token embedding (vocab_size, n_embd), also the lm_head
-  torch::nn::Embedding wpe{nullptr};  ///< position embedding (block_size, n_embd)
-  torch::nn::ModuleList h{nullptr};   ///< the n_layer blocks
-  torch::nn::LayerNorm ln_f{nullptr}; ///< the final LayerNorm
+  torch::nn::Embedding wte{nullptr};   ///< token embedding (vocab_size, n_embd), also the lm_head
+  torch::nn::Embedding wpe{nullptr};   ///< position embedding (block_size, n_embd)
+  torch::nn::ModuleList h{nullptr};    ///< the n_layer blocks
+  torch::nn::LayerNorm ln_f{nullptr};  ///< the final LayerNorm
 
  private:
   GPTConfig config_;
@@ -145,7 +151,7 @@ torch::optim::AdamW make_adamw(GPT& model, double lr);
 /// Named tensors, in order.
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-/// Writes named tensors to a small binary file that tests/reference/gpt_reference.py reads back.
+/// Writes named tensors to a small binary file that reference/gpt_reference.py reads back.
 ///
 /// Format, version 1, all integers little-endian:
 ///   magic "SPDLTNSR" (8 bytes), uint32 version (1), uint32 count, then per tensor:
@@ -155,6 +161,10 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 /// @param path    the file to write (through a temporary file and a rename)
 /// @param tensors the tensors and their names
 void write_tensor_file(const std::string& path, const NamedTensors& tensors);
+
+/// The bytes write_tensor_file() writes, for a caller that writes them elsewhere (an unnamed file).
+/// @param tensors the tensors and their names
+std::string encode_tensor_file(const NamedTensors& tensors);
 
 /// Reads a file written by write_tensor_file(); RuntimeFailure when it is malformed or of another version.
 /// @param path the file to read

@@ -5,11 +5,13 @@
 /// (reset_peak_memory() / peak_memory_bytes()); libtorch's CPU allocator keeps no such statistics, so on
 /// the CPU this measures the operating system's view of the whole process: its resident set
 /// (current_rss_bytes(), peak_rss_bytes(), reset_peak_rss()), Linux only. The bytes CPU tensors hold,
-/// counted like the GPU's, come from common/host_memory.h's counting allocator.
+/// counted like the GPU's, come from common/host_memory.h's counting allocator; TensorMemoryMeter reads
+/// either of the two tensor counts, whichever the device has, the same way.
 #pragma once
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace speedlabs {
@@ -30,6 +32,38 @@ std::optional<int64_t> peak_memory_bytes(const c10::Device& device);
 /// global memory for a CUDA device. What a run's size is checked against before it starts.
 /// @return nullopt where it cannot be read (a GPU without CUDA in this libtorch, another accelerator)
 std::optional<int64_t> total_memory_bytes(const c10::Device& device);
+
+/// Bytes that tensors hold on one device, now and at their peak, read alike on the CPU and on a GPU: on the
+/// CPU from the counting allocator of common/host_memory.h (installed by the constructor, so only tensors
+/// allocated after it are counted), on a GPU from its caching allocator's statistics. Every reading first
+/// waits for the device, so the allocations of the work queued on it are in the reading.
+class TensorMemoryMeter {
+ public:
+  /// Throws UsageError where @p device's allocator keeps no statistics in this build (see can_measure()).
+  explicit TensorMemoryMeter(const c10::Device& device);
+
+  /// Whether a meter can measure @p device: the CPU, and a device whose caching allocator keeps
+  /// statistics in this build (a CUDA GPU with a CUDA libtorch).
+  static bool can_measure(const c10::Device& device);
+
+  /// Bytes tensors hold now.
+  int64_t live() const;
+  /// The most bytes tensors held at once since the last reset_peak() (or since the start).
+  int64_t peak() const;
+  /// Starts a new peak: it becomes the bytes held now.
+  void reset_peak();
+  /// Bytes the caching allocator holds from the driver (freed blocks kept for reuse included);
+  /// nullopt on the CPU, which has no such cache.
+  std::optional<int64_t> reserved() const;
+  /// The most bytes @p call held at once beyond those live before it: its temporaries and its result.
+  int64_t extra_peak_bytes(const std::function<void()>& call);
+
+  /// The device measured.
+  const c10::Device& device() const { return device_; }
+
+ private:
+  c10::Device device_;
+};
 
 /// Resident memory of this process now, in bytes (VmRSS of /proc/self/status).
 /// @return nullopt where /proc is not there (not Linux)

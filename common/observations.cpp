@@ -37,8 +37,11 @@ nlohmann::json Evidence::to_json() const {
   for (const auto& b : bounds) {
     limits.push_back({{"what", b.what}, {"value", b.value}, {"low", b.low}, {"high", b.high}, {"broken", b.broken()}});
   }
-  return {{"value", value.to_json()}, {"contention", contention.to_json()}, {"bounds", limits},
-          {"max_spread", max_spread}, {"min_samples", min_samples}};
+  return {{"value", value.to_json()},
+          {"contention", contention.to_json()},
+          {"bounds", limits},
+          {"max_spread", max_spread},
+          {"min_samples", min_samples}};
 }
 
 Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason) {
@@ -81,7 +84,8 @@ Observation& Report::add(Observation observation) {
 
 Observation& Report::check(const std::string& id, const std::string& claim, nlohmann::json measured,
                            const std::string& expected, bool holds, bool must_hold) {
-  return add({id, claim, std::move(measured), expected, holds ? Verdict::holds : Verdict::fails, must_hold, "", nullptr});
+  return add(
+      {id, claim, std::move(measured), expected, holds ? Verdict::holds : Verdict::fails, must_hold, "", nullptr});
 }
 
 Observation& Report::decide(const std::string& id, const std::string& claim, nlohmann::json measured,
@@ -114,9 +118,12 @@ const Observation& Report::at(const std::string& id) const {
 nlohmann::json Report::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& o : observations_) {
-    nlohmann::json item{{"id", o.id},           {"claim", o.claim},
-                        {"measured", o.measured}, {"expected", o.expected},
-                        {"verdict", to_string(o.verdict)}, {"must_hold", o.must_hold}};
+    nlohmann::json item{{"id", o.id},
+                        {"claim", o.claim},
+                        {"measured", o.measured},
+                        {"expected", o.expected},
+                        {"verdict", to_string(o.verdict)},
+                        {"must_hold", o.must_hold}};
     if (o.verdict == Verdict::not_applicable || o.verdict == Verdict::inconclusive) item["reason"] = o.reason;
     if (!o.evidence.is_null()) item["evidence"] = o.evidence;
     list.push_back(std::move(item));
@@ -156,8 +163,8 @@ std::string spread_text(const nlohmann::json& evidence) {
 
 void Report::print_table(std::ostream& out) const {
   out << "\nObservations for " << lab_ << " on " << device_ << " (libtorch " << libtorch_version() << ")\n";
-  out << std::left << std::setw(18) << "verdict" << std::setw(6) << "must" << std::setw(38) << "id"
-      << std::setw(30) << "measured" << std::setw(13) << "spread"
+  out << std::left << std::setw(18) << "verdict" << std::setw(6) << "must" << std::setw(38) << "id" << std::setw(30)
+      << "measured" << std::setw(13) << "spread"
       << "expected\n";
   out << std::string(125, '-') << "\n";
   for (const auto& o : observations_) {
@@ -169,12 +176,15 @@ void Report::print_table(std::ostream& out) const {
     out << "\n";
   }
   switch (exit_code()) {
-    case kExitOk: out << "\nAll must-hold observations hold.\n"; break;
+    case kExitOk:
+      out << "\nAll must-hold observations hold.\n";
+      break;
     case kExitUndecided:
       out << "\nNo must-hold observation fails, but this run could not decide one (reason under its row): "
              "rerun on a quieter machine.\n";
       break;
-    default: out << "\nA must-hold observation FAILS.\n";
+    default:
+      out << "\nA must-hold observation FAILS.\n";
   }
 }
 

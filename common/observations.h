@@ -58,14 +58,14 @@ Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double
 
 /// One claim a lab checks on this machine.
 struct Observation {
-  std::string id;          ///< stable identifier; tests, docs and other tools rely on it
-  std::string claim;       ///< the claim in words
-  nlohmann::json measured; ///< what this run measured (a number, a string, a small object)
-  std::string expected;    ///< the expected value or the rule the measurement is held against
+  std::string id;                    ///< stable identifier; tests, docs and other tools rely on it
+  std::string claim;                 ///< the claim in words
+  nlohmann::json measured;           ///< what this run measured (a number, a string, a small object)
+  std::string expected;              ///< the expected value or the rule the measurement is held against
   Verdict verdict = Verdict::fails;  ///< what this run found
-  bool must_hold = true;   ///< when true, a `fails` verdict makes the program exit 1
-  std::string reason;      ///< why the observation is not_applicable (e.g. "no CUDA GPU") or inconclusive
-  nlohmann::json evidence; ///< a timed observation's Evidence (null for an untimed one)
+  bool must_hold = true;             ///< when true, a `fails` verdict makes the program exit 1
+  std::string reason;                ///< why the observation is not_applicable (e.g. "no CUDA GPU") or inconclusive
+  nlohmann::json evidence;           ///< a timed observation's Evidence (null for an untimed one)
 };
 
 /// The observations of one run of a lab.
@@ -85,8 +85,8 @@ class Report {
   /// Adds a timed observation whose verdict decide_verdict() gives from @p evidence and @p rule; the
   /// evidence travels with it into the table and the JSON.
   Observation& decide(const std::string& id, const std::string& claim, nlohmann::json measured,
-                      const std::string& expected, const Evidence& evidence,
-                      const std::function<bool(double)>& rule, bool must_hold = true);
+                      const std::string& expected, const Evidence& evidence, const std::function<bool(double)>& rule,
+                      bool must_hold = true);
 
   /// Adds an observation that could not be made on this run, with the reason (e.g. no GPU).
   Observation& not_applicable(const std::string& id, const std::string& claim, const std::string& expected,

@@ -13,7 +13,8 @@
 
 namespace speedlabs {
 
-std::string run_gnuplot(const std::string& script_path, const std::string& script, const std::vector<std::string>& args) {
+std::string run_gnuplot(const std::string& script_path, const std::string& script,
+                        const std::vector<std::string>& args) {
   std::vector<std::string> argv{"gnuplot", "-c", script_path.empty() ? "/dev/stdin" : script_path};
   argv.insert(argv.end(), args.begin(), args.end());
   ProcessOptions options;
@@ -79,7 +80,8 @@ class PendingCharts {
     for (const auto& chart : charts_) {
       std::error_code error;
       fs::rename(chart.temporary, chart.final_path, error);
-      if (error) throw RuntimeFailure("cannot put the chart at '" + chart.final_path.string() + "': " + error.message());
+      if (error)
+        throw RuntimeFailure("cannot put the chart at '" + chart.final_path.string() + "': " + error.message());
       written.push_back(chart.final_path.string());
     }
     return written;
@@ -126,12 +128,13 @@ std::vector<std::string> render(const std::string& script_path, const std::strin
 std::vector<std::string> write_svgs(const std::string& script, const std::string& directory,
                                     const std::vector<std::string>& names, const std::vector<std::string>& args,
                                     std::string& failure) {
-  return render("", script, directory, names,
-                [&](std::vector<std::string> paths) {
-                  paths.insert(paths.end(), args.begin(), args.end());
-                  return paths;
-                },
-                failure);
+  return render(
+      "", script, directory, names,
+      [&](std::vector<std::string> paths) {
+        paths.insert(paths.end(), args.begin(), args.end());
+        return paths;
+      },
+      failure);
 }
 
 std::string plot_svg(const std::string& script_path, const std::string& directory, const std::string& name,
@@ -143,13 +146,14 @@ std::string plot_svg(const std::string& script_path, const std::string& director
     throw RuntimeFailure("cannot write the chart's data '" + dat.string() +
                          "' (a full disk, or a path that is not a regular file): nothing was replaced");
   }
-  const auto written = render(script_path, "", directory, {name},
-                              [&](std::vector<std::string> paths) {
-                                paths.insert(paths.begin(), dat.string());
-                                paths.insert(paths.end(), args.begin(), args.end());
-                                return paths;
-                              },
-                              failure);
+  const auto written = render(
+      script_path, "", directory, {name},
+      [&](std::vector<std::string> paths) {
+        paths.insert(paths.begin(), dat.string());
+        paths.insert(paths.end(), args.begin(), args.end());
+        return paths;
+      },
+      failure);
   return written.empty() ? "" : written.front();
 }
 

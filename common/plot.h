@@ -15,7 +15,8 @@ namespace speedlabs {
 /// @param args         the script's ARG1, ARG2, ... (file names, titles)
 /// @return "" when gnuplot ran and exited 0; otherwise why there is no chart (gnuplot missing, with the
 ///         package to install; failed, with its output; timed out), for a lab that goes on without it
-std::string run_gnuplot(const std::string& script_path, const std::string& script, const std::vector<std::string>& args);
+std::string run_gnuplot(const std::string& script_path, const std::string& script,
+                        const std::vector<std::string>& args);
 
 /// Runs the gnuplot script text @p script, which writes one SVG chart to each of its first arguments (ARG1 for
 /// names[0], ARG2 for names[1], ...), followed by @p args; every chart lands at `<directory>/<name>.svg`.

@@ -5,10 +5,9 @@
 namespace speedlabs {
 
 const EnumNames<Precision>& precision_names() {
-  static const EnumNames<Precision> names("precision", {{Precision::fp32, "fp32"},
-                                                        {Precision::tf32, "tf32"},
-                                                        {Precision::bf16, "bf16"},
-                                                        {Precision::fp16, "fp16"}});
+  static const EnumNames<Precision> names(
+      "precision",
+      {{Precision::fp32, "fp32"}, {Precision::tf32, "tf32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}});
   return names;
 }
 
@@ -20,9 +19,12 @@ Precision parse_precision(const std::string& name) { return precision_names().pa
 
 std::string current_matmul_precision() {
   switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::HIGHEST: return "highest";
-    case at::Float32MatmulPrecision::HIGH: return "high";
-    case at::Float32MatmulPrecision::MEDIUM: return "medium";
+    case at::Float32MatmulPrecision::HIGHEST:
+      return "highest";
+    case at::Float32MatmulPrecision::HIGH:
+      return "high";
+    case at::Float32MatmulPrecision::MEDIUM:
+      return "medium";
   }
   return "highest";
 }

@@ -102,7 +102,8 @@ Prediction read_question(const toml::table& q, const std::string& path, int line
   p.unit = text("unit", true);
   p.why = text("why", false);
   const auto* answer = q.get("answer");
-  if (answer == nullptr) throw std::runtime_error(at_line(path, line) + "the question has no 'answer' (answer = \"\" while blank)");
+  if (answer == nullptr)
+    throw std::runtime_error(at_line(path, line) + "the question has no 'answer' (answer = \"\" while blank)");
   const int answer_line = static_cast<int>(answer->source().begin.line);
   if (answer->is_string()) {
     const std::string s(**answer->as_string());
@@ -123,9 +124,11 @@ Prediction read_question(const toml::table& q, const std::string& path, int line
     ++tolerances;
     const auto value = node->value<double>();
     if (!value || !std::isfinite(*value) || (k != 3 && *value < 0) || (k == 2 && *value < 1)) {
-      throw std::runtime_error(at_line(path, static_cast<int>(node->source().begin.line)) + "'" +
-                               kToleranceKeys[k] + "' must be a finite number" +
-                               (k == 2 ? " of at least 1" : k != 3 ? " of at least 0" : ""));
+      throw std::runtime_error(at_line(path, static_cast<int>(node->source().begin.line)) + "'" + kToleranceKeys[k] +
+                               "' must be a finite number" +
+                               (k == 2   ? " of at least 1"
+                                : k != 3 ? " of at least 0"
+                                         : ""));
     }
     p.tolerance = {static_cast<Tolerance::Kind>(k + 1), *value};
   }
@@ -228,8 +231,8 @@ Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& me
                                                  " (tolerance " + share(tolerance.value) + ")");
     }
     case Tolerance::Kind::absolute:
-      return verdict(gap <= tolerance.value,
-                     (gap <= tolerance.value ? "within " : "off by ") + text_of(gap) + " (tolerance " + text_of(tolerance.value) + ")");
+      return verdict(gap <= tolerance.value, (gap <= tolerance.value ? "within " : "off by ") + text_of(gap) +
+                                                 " (tolerance " + text_of(tolerance.value) + ")");
     case Tolerance::Kind::factor: {
       const double ratio = (*a > 0 && *m > 0) ? std::max(*a / *m, *m / *a) : INFINITY;
       return verdict(ratio <= tolerance.value, (ratio <= tolerance.value ? "within " : "off by ") + times(ratio) +
@@ -239,7 +242,8 @@ Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& me
       const bool same = (*a > tolerance.value) == (*m > tolerance.value);
       return verdict(same, std::string(same ? "same" : "other") + " side of " + text_of(tolerance.value));
     }
-    case Tolerance::Kind::exact: break;
+    case Tolerance::Kind::exact:
+      break;
   }
   return c;
 }
@@ -250,7 +254,8 @@ Comparison compare_prediction(const Prediction& p, const Report& report) {
     return {Comparison::Status::unmeasured, nullptr, "this run has no observation " + p.id};
   }
   const auto& o = report.at(p.id);
-  if (o.verdict == Verdict::not_applicable) return {Comparison::Status::unmeasured, nullptr, "not measured here: " + o.reason};
+  if (o.verdict == Verdict::not_applicable)
+    return {Comparison::Status::unmeasured, nullptr, "not measured here: " + o.reason};
   // A run that could not decide an observation does not grade predictions of it: its numbers may be a busy
   // machine's (a roof measured under load, a ratio that scattered). Compare on a quieter run.
   if (o.verdict == Verdict::inconclusive) {
@@ -279,7 +284,9 @@ void print_predictions(std::ostream& out, const PredictionFile& file, const Repo
       ++blank;
       continue;
     }
-    const char* mark = c.status == Comparison::Status::close ? "close" : c.status == Comparison::Status::off ? "OFF" : "-";
+    const char* mark = c.status == Comparison::Status::close ? "close"
+                       : c.status == Comparison::Status::off ? "OFF"
+                                                             : "-";
     out << std::left << std::setw(48) << name << std::setw(20) << (text_of(p.answer) + " " + p.unit).substr(0, 19)
         << std::setw(20) << (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19)
         << mark << ": " << c.detail << "\n";

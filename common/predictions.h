@@ -4,7 +4,7 @@
 /// Each lab asks a few questions whose answers it measures: per question the observation id and the field
 /// of its `measured` value, the question in words, the unit, the student's answer (empty until they fill it)
 /// and how close counts as right (the tolerance). The lab's table (Report::print_table's caller, run_lab)
-/// shows each filled answer beside the measurement, marked close or off and by how much. scripts/predictions.py
+/// shows each filled answer beside the measurement, marked close or off and by how much. scripts/driver/predictions.py
 /// applies the same rules for ./lab check and ./lab grade.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -27,21 +27,21 @@ struct Tolerance {
 
 /// One question of a lab's predictions.toml.
 struct Prediction {
-  std::string id;        ///< the observation it predicts
-  std::string field;     ///< a path inside its `measured` ("" for the value itself; "a.b", "list.0")
-  std::string question;  ///< the question in words
-  std::string unit;      ///< the answer's unit
-  std::string why;       ///< an optional one-line hint
-  nlohmann::json answer; ///< the student's answer: null while blank; a number, a string or a bool
-  Tolerance tolerance;   ///< how close counts
-  int line = 0;          ///< where the question starts in the file
+  std::string id;         ///< the observation it predicts
+  std::string field;      ///< a path inside its `measured` ("" for the value itself; "a.b", "list.0")
+  std::string question;   ///< the question in words
+  std::string unit;       ///< the answer's unit
+  std::string why;        ///< an optional one-line hint
+  nlohmann::json answer;  ///< the student's answer: null while blank; a number, a string or a bool
+  Tolerance tolerance;    ///< how close counts
+  int line = 0;           ///< where the question starts in the file
 };
 
 /// A predictions file, read.
 struct PredictionFile {
   std::string path;                   ///< where it was read from
   std::vector<Prediction> questions;  ///< in the file's order
-  std::string error;  ///< "" when the file read well; else what is wrong and on which line
+  std::string error;                  ///< "" when the file read well; else what is wrong and on which line
 };
 
 /// Reads @p path with toml++. A missing file gives no questions and no error; a malformed one gives the
@@ -58,8 +58,8 @@ struct Comparison {
   /// (not measured here, or a measurement the run could not decide).
   enum class Status { blank, close, off, unmeasured };
   Status status = Status::blank;  ///< the outcome
-  nlohmann::json measured;  ///< the measured value (null when unmeasured)
-  std::string detail;       ///< "off by 23%", "other side of 1", why it is unmeasured
+  nlohmann::json measured;        ///< the measured value (null when unmeasured)
+  std::string detail;             ///< "off by 23%", "other side of 1", why it is unmeasured
 };
 
 /// Compares @p p's answer with @p report's observation.

@@ -3,15 +3,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 
 #include "common/errors.h"
 
@@ -66,6 +69,55 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return result;
 }
 
+// Starts the child in a process group of its own (so the whole tree can be ended), with default signal
+// dispositions and mask, its input from @p in_fd and, when @p out_fd >= 0, its stdout and stderr to it.
+// It gets SIGKILL when this process dies, even by SIGKILL: posix_spawn cannot ask for that, hence fork
+// and exec, with only async-signal-safe calls between them. Throws RuntimeFailure when exec fails.
+pid_t start_child(std::vector<char*>& argv, std::vector<char*>& env, int in_fd, int out_fd) {
+  int exec_error_pipe[2];  // the child writes exec's errno here; a successful exec closes it
+  if (pipe2(exec_error_pipe, O_CLOEXEC) != 0) {
+    throw RuntimeFailure(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before the line above
+    for (int signal_number : {SIGINT, SIGTERM, SIGPIPE}) signal(signal_number, SIG_DFL);
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    dup2(in_fd, STDIN_FILENO);
+    if (out_fd >= 0) {
+      dup2(out_fd, STDOUT_FILENO);
+      dup2(out_fd, STDERR_FILENO);
+    }
+    execvpe(argv[0], argv.data(), env.data());
+    const int error = errno;
+    (void)!::write(exec_error_pipe[1], &error, sizeof error);
+    _exit(127);
+  }
+  const int fork_error = errno;
+  ::close(exec_error_pipe[1]);
+  if (pid < 0) {
+    ::close(exec_error_pipe[0]);
+    throw RuntimeFailure(std::string("cannot start ") + argv[0] + ": " + std::strerror(fork_error));
+  }
+  setpgid(pid, pid);  // as the child does: whichever runs first, a signal to the group reaches it
+  int exec_error = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(exec_error_pipe[0], &exec_error, sizeof exec_error);
+  } while (n < 0 && errno == EINTR);
+  ::close(exec_error_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof exec_error)) {
+    waitpid(pid, nullptr, 0);
+    throw RuntimeFailure(std::string("cannot start ") + argv[0] + ": " + std::strerror(exec_error));
+  }
+  return pid;
+}
+
 // Ends the child's group: SIGTERM, a moment to exit, then SIGKILL; returns its wait status.
 int end_group(pid_t pid) {
   kill(-pid, SIGTERM);
@@ -103,38 +155,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   in_read.fd = in_pipe[0];
   in_write.fd = in_pipe[1];
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_read.fd, STDIN_FILENO);
-  if (options.capture_output) {
-    posix_spawn_file_actions_adddup2(&actions, out_write.fd, STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_write.fd, STDERR_FILENO);
-  }
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attributes, 0);  // its own group, so the whole tree can be ended
-  sigset_t defaults, empty;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGPIPE);
-  sigemptyset(&empty);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setsigmask(&attributes, &empty);
-
   std::vector<std::string> args = argv;
   std::vector<std::string> env = child_environment(options);
   auto arg_pointers = pointers(args);
   auto env_pointers = pointers(env);
-  pid_t pid = 0;
-  const int spawn_error = posix_spawnp(&pid, args[0].c_str(), &actions, &attributes, arg_pointers.data(),
-                                       env_pointers.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (spawn_error != 0) {
-    throw RuntimeFailure("cannot start " + argv[0] + ": " + std::strerror(spawn_error));
-  }
+  const pid_t pid = start_child(arg_pointers, env_pointers, in_read.fd, options.capture_output ? out_write.fd : -1);
   g_child_group.store(pid);
   in_read.close_now();
   out_write.close_now();
@@ -192,6 +217,24 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     result.signal = WTERMSIG(status);
   }
   return result;
+}
+
+void require_program(const std::string& program, const std::string& flag) {
+  const auto runnable = [](const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    if (runnable(program)) return;
+    throw UsageError(flag + " " + program + ": no such program, or not executable");
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path != nullptr ? path : "");
+  std::string folder;
+  while (std::getline(folders, folder, ':')) {
+    if (runnable((folder.empty() ? "." : folder) + "/" + program)) return;
+  }
+  throw UsageError(flag + " " + program + ": not found on PATH");
 }
 
 void install_stop_handlers() {

@@ -4,7 +4,8 @@
 /// A path or an argument is passed to the child as one argv entry, so no quote in it can become a
 /// command. The child runs in a process group of its own; the group is ended (SIGTERM, then SIGKILL)
 /// when its time runs out, when the caller is interrupted (Ctrl-C, SIGTERM) and on every way out of
-/// run_process, so no child outlives the lab that started it.
+/// run_process, and the child gets SIGKILL when the lab dies (even by SIGKILL), so no child outlives
+/// the lab that started it.
 #pragma once
 #include <string>
 #include <utility>
@@ -22,11 +23,11 @@ struct ProcessOptions {
 
 /// What a child process did.
 struct ProcessResult {
-  int exit_code = -1;      ///< its exit status, or -1 when a signal ended it
-  int signal = 0;          ///< the signal that ended it (0: it exited)
-  bool timed_out = false;  ///< we ended it because ProcessOptions::timeout_s ran out
+  int exit_code = -1;        ///< its exit status, or -1 when a signal ended it
+  int signal = 0;            ///< the signal that ended it (0: it exited)
+  bool timed_out = false;    ///< we ended it because ProcessOptions::timeout_s ran out
   bool interrupted = false;  ///< we ended it because this process was asked to stop (SIGINT/SIGTERM)
-  std::string output;      ///< stdout and stderr, interleaved as written (when captured)
+  std::string output;        ///< stdout and stderr, interleaved as written (when captured)
 
   /// True when it exited with status 0.
   bool ok() const { return exit_code == 0; }
@@ -39,6 +40,12 @@ struct ProcessResult {
 /// @param argv     the program and its arguments, each passed unchanged
 /// @param options  environment, input, time limit, output capture
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+/// Throws UsageError, naming @p flag, unless @p program can be run: an executable file (a path with a
+/// '/'), or one found on PATH. A lab checks its --python this way before any work.
+/// @param program  e.g. "/usr/bin/python3" or "python3"
+/// @param flag     the flag that gave it, e.g. "--python"
+void require_program(const std::string& program, const std::string& flag);
 
 /// Turns SIGINT and SIGTERM into a request to stop (see stop_requested()) instead of ending the process
 /// at once: the children of run_process are ended and waited for, the lab stops between two steps,

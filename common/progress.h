@@ -24,8 +24,8 @@ class ProgressBar {
     if (!enabled_) return;
     constexpr int kWidth = 30;
     const int filled = total_ > 0 ? std::min(done, total_) * kWidth / total_ : kWidth;
-    std::cerr << "\r\033[K  " << label << " [" << std::string(filled, '#') << std::string(kWidth - filled, '.')
-              << "] " << done << "/" << total_ << std::flush;
+    std::cerr << "\r\033[K  " << label << " [" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
+              << done << "/" << total_ << std::flush;
   }
 
   /// One more step done.

@@ -34,8 +34,8 @@ double Summary::spread() const {
 }
 
 nlohmann::json Summary::to_json() const {
-  return {{"median", median}, {"q1", q1}, {"q3", q3}, {"min", min}, {"max", max}, {"count", count},
-          {"spread", spread()}};
+  return {{"median", median}, {"q1", q1},       {"q3", q3},          {"min", min},
+          {"max", max},       {"count", count}, {"spread", spread()}};
 }
 
 Summary summarize_samples(std::vector<double> samples) {
@@ -94,8 +94,7 @@ void check_options(const TimingOptions& options) {
 }
 
 // True while another round is worth making: below the minimum, or scattered with rounds and time left.
-bool wants_more_rounds(const std::vector<std::vector<double>>& samples, const TimingOptions& options,
-                       double spent_s) {
+bool wants_more_rounds(const std::vector<std::vector<double>>& samples, const TimingOptions& options, double spent_s) {
   const int done = static_cast<int>(samples.front().size());
   if (done < options.repeats) return true;
   if (done >= options.max_repeats || spent_s >= options.budget_s) return false;
@@ -150,7 +149,9 @@ Interleaved time_interleaved(const std::vector<std::function<void()>>& sides, co
   std::vector<std::vector<double>> samples(n);
   const ContentionProbe probe;
   const auto started = std::chrono::steady_clock::now();
-  const auto spent_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  const auto spent_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   for (int r = options.warmup; wants_more_rounds(samples, options, spent_s()); ++r) {
     round(r, [&](size_t side, double ms) { samples[side].push_back(ms); });
   }

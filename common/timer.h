@@ -47,14 +47,14 @@ struct TimingOptions {
 
 /// The statistics of repeated measurements, all in milliseconds.
 struct TimingStats {
-  double first_ms = 0;              ///< the very first call (cold: allocation, kernel loading, caches)
-  std::vector<double> samples_ms;   ///< each measured call, in the order made
-  double median_ms = 0;             ///< the median of samples_ms: robust to a stray slow call
-  double min_ms = 0;                ///< the fastest measured call
-  double max_ms = 0;                ///< the slowest measured call
-  double q1_ms = 0;                 ///< the first quartile of samples_ms
-  double q3_ms = 0;                 ///< the third quartile of samples_ms
-  Contention contention;            ///< how busy the machine was while these were measured
+  double first_ms = 0;             ///< the very first call (cold: allocation, kernel loading, caches)
+  std::vector<double> samples_ms;  ///< each measured call, in the order made
+  double median_ms = 0;            ///< the median of samples_ms: robust to a stray slow call
+  double min_ms = 0;               ///< the fastest measured call
+  double max_ms = 0;               ///< the slowest measured call
+  double q1_ms = 0;                ///< the first quartile of samples_ms
+  double q3_ms = 0;                ///< the third quartile of samples_ms
+  Contention contention;           ///< how busy the machine was while these were measured
   /// The interquartile range over the median (see Summary::spread).
   double spread() const { return summary().spread(); }
   /// The samples' summary.

@@ -1,4 +1,4 @@
-// Data directory resolution, SHA-256 verification with a stamp, and the token cache.
+// Data directory resolution and SHA-256 verification with a stamp.
 #include "datasets/data_files.h"
 
 #include <openssl/evp.h>
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,7 +16,6 @@
 
 #include "common/errors.h"
 #include "common/files.h"
-#include "datasets/gpt2_tokenizer.h"
 
 namespace datasets {
 
@@ -81,6 +81,20 @@ std::string how_to_get(const DataFile& file) {
          "), or set SPEEDLABS_DATA_DIR to a directory that holds a correct copy";
 }
 
+// "" when @p path is a readable regular file (links followed), else what it is instead, for the message: a
+// folder or a symbolic link loop is not "missing", and saying so spares a search for a download that worked.
+std::string why_not_a_file(const fs::path& path) {
+  const std::string quoted = "'" + path.string() + "'";
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return "missing data file " + quoted;
+    return "data file " + quoted + " cannot be read: " + std::strerror(errno);
+  }
+  if (S_ISDIR(info.st_mode)) return "data file " + quoted + " is a folder, not a file";
+  if (!S_ISREG(info.st_mode)) return "data file " + quoted + " is not a regular file";
+  return "";
+}
+
 // What identifies one version of a file on disk, cheaply: if any of these change, hash it again. The status
 // change time (ctime) is the one a user cannot set back: an edit in place that keeps the size and restores
 // the modification time with touch or utime still moves it.
@@ -89,8 +103,8 @@ std::string file_identity(const fs::path& path) {
   if (::stat(path.c_str(), &info) != 0) return "";
   std::ostringstream key;
   key << fs::absolute(path).lexically_normal().string() << '\t' << info.st_size << '\t' << info.st_dev << ':'
-      << info.st_ino << '\t' << info.st_mtim.tv_sec << '.' << info.st_mtim.tv_nsec << '\t' << info.st_ctim.tv_sec
-      << '.' << info.st_ctim.tv_nsec;
+      << info.st_ino << '\t' << info.st_mtim.tv_sec << '.' << info.st_mtim.tv_nsec << '\t' << info.st_ctim.tv_sec << '.'
+      << info.st_ctim.tv_nsec;
   return key.str();
 }
 
@@ -152,10 +166,8 @@ fs::path cache_dir() {
 fs::path require_file(const fs::path& data_dir, const std::string& relative_path) {
   const DataFile& file = manifest_entry(relative_path);
   const fs::path path = data_dir / relative_path;
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) {
-    throw RuntimeFailure("missing data file '" + path.string() + "' (data directory '" + data_dir.string() +
-                         "'): " + how_to_get(file));
+  if (const std::string problem = why_not_a_file(path); !problem.empty()) {
+    throw RuntimeFailure(problem + " (data directory '" + data_dir.string() + "'): " + how_to_get(file));
   }
   const std::string identity = file_identity(path);
   const auto verified = read_stamp(cache_dir() / "verified.tsv");
@@ -163,8 +175,8 @@ fs::path require_file(const fs::path& data_dir, const std::string& relative_path
 
   const std::string actual = sha256_file(path);
   if (actual != file.sha256) {
-    throw RuntimeFailure("corrupt data file '" + path.string() + "': SHA-256 " + actual + ", expected " +
-                         file.sha256 + " (datasets/manifest.tsv). Delete it and " + how_to_get(file));
+    throw RuntimeFailure("corrupt data file '" + path.string() + "': SHA-256 " + actual + ", expected " + file.sha256 +
+                         " (datasets/manifest.tsv). Delete it and " + how_to_get(file));
   }
   remember_verified(identity, actual);
   return path;
@@ -172,78 +184,6 @@ fs::path require_file(const fs::path& data_dir, const std::string& relative_path
 
 void require_all_files(const fs::path& data_dir) {
   for (const DataFile& file : manifest()) require_file(data_dir, file.relative_path);
-}
-
-namespace {
-
-// Token cache file: magic, the text's SHA-256, the tokenizer's fingerprint and the SHA-256 of the body
-// (64 hex each), the count (uint64), then the body: the ids as int32, all in this machine's byte order.
-// The body's sum catches ids damaged on disk, which would otherwise look like valid tokens.
-constexpr std::string_view kCacheMagic = "speedlabs-tokens-v2\n";
-constexpr size_t kHexLength = 64;
-constexpr size_t kHeaderSize = kCacheMagic.size() + 3 * kHexLength + sizeof(uint64_t);
-
-std::string cache_header(const std::string& text_sum, const std::string& fingerprint, const std::string& body_sum,
-                         uint64_t count) {
-  std::string header(kCacheMagic);
-  header += text_sum;
-  header += fingerprint;
-  header += body_sum;
-  header.append(reinterpret_cast<const char*>(&count), sizeof(count));
-  return header;
-}
-
-std::string_view as_bytes(const std::vector<int32_t>& ids) {
-  return {reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int32_t)};
-}
-
-// The ids in a cache file written for exactly this text and tokenizer, or false.
-bool read_token_cache(const fs::path& file, const std::string& text_sum, const std::string& fingerprint,
-                      std::vector<int32_t>& ids) {
-  std::error_code error;
-  const auto size = fs::file_size(file, error);
-  if (error || size < kHeaderSize || (size - kHeaderSize) % sizeof(int32_t) != 0) return false;
-  const uint64_t count = (size - kHeaderSize) / sizeof(int32_t);
-  std::ifstream in(file, std::ios::binary);
-  std::string header(kHeaderSize, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(header.size()))) return false;
-  const std::string body_sum = header.substr(kCacheMagic.size() + 2 * kHexLength, kHexLength);
-  if (header != cache_header(text_sum, fingerprint, body_sum, count)) return false;
-  ids.resize(count);
-  if (!in.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(count * sizeof(int32_t))))
-    return false;
-  return sha256_hex(as_bytes(ids)) == body_sum;
-}
-
-}  // namespace
-
-TokenizedText load_tokens_cached(const GPT2Tokenizer& tokenizer, const fs::path& text_file,
-                                 const fs::path& cache_directory) {
-  const std::string text = speedlabs::read_file(text_file);
-  const std::string text_sum = sha256_hex(text);
-  // One cache file per text file (named by its path), so a changed text replaces its old ids.
-  const std::string path_key = sha256_hex(fs::absolute(text_file).lexically_normal().string()).substr(0, 16);
-  TokenizedText result;
-  std::error_code error;
-  fs::create_directories(cache_directory, error);
-  const fs::path file = cache_directory / (text_file.stem().string() + "-" + path_key + ".gpt2-tokens");
-  if (read_token_cache(file, text_sum, tokenizer.fingerprint(), result.ids)) {
-    result.cache_file = file;
-    result.from_cache = true;
-    return result;
-  }
-  result.ids = tokenizer.encode(text);
-  const std::string_view body = as_bytes(result.ids);
-  std::string bytes = cache_header(text_sum, tokenizer.fingerprint(), sha256_hex(body), result.ids.size());
-  bytes.append(body);
-  if (speedlabs::try_write_file_atomically(file, bytes)) result.cache_file = file;
-  return result;
-}
-
-TokenizedText load_shakespeare_tokens(const fs::path& data_dir) {
-  const fs::path text = require_file(data_dir, kShakespearePath);
-  const GPT2Tokenizer tokenizer = GPT2Tokenizer::load(data_dir);
-  return load_tokens_cached(tokenizer, text, cache_dir());
 }
 
 }  // namespace datasets

@@ -1,12 +1,11 @@
 /// @file data_files.h
-/// @brief Where the data lives, what it must be (manifest with SHA-256 sums), and the token cache.
+/// @brief Where the data lives and what it must be (manifest with SHA-256 sums).
 ///
 /// The data directory is, in order: the `--data-dir` flag, the environment variable
 /// `SPEEDLABS_DATA_DIR`, then `<checkout>/data` (git-ignored; `./lab setup` fills it through
-/// scripts/fetch-data.sh). The list of files, their canonical URLs and sums lives only in
+/// scripts/driver/fetch-data.sh). The list of files, their canonical URLs and sums lives only in
 /// datasets/manifest.tsv, which is compiled in here and read by the download script.
 #pragma once
-#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -14,12 +13,10 @@
 
 namespace datasets {
 
-class GPT2Tokenizer;
-
 /// One file of the manifest.
 struct DataFile {
   std::string relative_path;  ///< path under the data directory, e.g. "gpt2/vocab.bpe"
-  std::string url;            ///< where scripts/fetch-data.sh downloads it from
+  std::string url;            ///< where scripts/driver/fetch-data.sh downloads it from
   std::string sha256;         ///< the true SHA-256 of its bytes, lowercase hex
 };
 
@@ -28,8 +25,8 @@ const std::vector<DataFile>& manifest();
 
 /// Relative paths of the files in the manifest, for callers that should not spell them out.
 inline constexpr const char* kShakespearePath = "tinyshakespeare/input.txt";  ///< tiny shakespeare
-inline constexpr const char* kEncoderJsonPath = "gpt2/encoder.json";         ///< GPT-2 vocabulary
-inline constexpr const char* kVocabBpePath = "gpt2/vocab.bpe";               ///< GPT-2 merges
+inline constexpr const char* kEncoderJsonPath = "gpt2/encoder.json";          ///< GPT-2 vocabulary
+inline constexpr const char* kVocabBpePath = "gpt2/vocab.bpe";                ///< GPT-2 merges
 
 /// The data directory: @p flag_value when not empty, else `$SPEEDLABS_DATA_DIR` when set and not
 /// empty, else `<checkout>/data`. The directory is not checked here; require_file() does that.
@@ -62,28 +59,5 @@ void require_all_files(const std::filesystem::path& data_dir);
 /// shared or read-only. Created if needed; cached files are keyed by content, so any data directory
 /// can share it.
 std::filesystem::path cache_dir();
-
-/// Token ids of a text file and where they came from.
-struct TokenizedText {
-  std::vector<int32_t> ids;          ///< the GPT-2 token ids of the whole file
-  std::filesystem::path cache_file;  ///< the cache file read or written ("" when none could be written)
-  bool from_cache = false;           ///< true when the ids were read from cache_file, not encoded now
-};
-
-/// Encodes @p text_file with @p tokenizer, or reads the ids from a cache file in @p cache_directory
-/// computed earlier. The cache file's name carries the SHA-256 of the text, so a changed text never
-/// reuses old ids; the file is written through a temporary file and a rename. A cache that cannot
-/// be written is not an error (the ids are still returned); an unreadable or malformed one is
-/// ignored and rewritten.
-/// @param tokenizer        the tokenizer (its files' sums are part of the cache key)
-/// @param text_file        the text to encode
-/// @param cache_directory  where the cache files live (created if needed)
-TokenizedText load_tokens_cached(const GPT2Tokenizer& tokenizer, const std::filesystem::path& text_file,
-                                 const std::filesystem::path& cache_directory);
-
-/// Tiny shakespeare as GPT-2 token ids (338,025 of them), verified and cached: the C++ form of the
-/// chapter's `tiktoken.get_encoding('gpt2').encode(open('input.txt').read())`.
-/// @param data_dir the data directory (see resolve_data_dir())
-TokenizedText load_shakespeare_tokens(const std::filesystem::path& data_dir);
 
 }  // namespace datasets

@@ -13,9 +13,9 @@ DataLoaderLite::DataLoaderLite(const std::vector<int32_t>& ids, int64_t batch_si
   // B*T+1 <= tokens, written so that a huge B*T cannot overflow: one more token for the last target.
   const int64_t available = static_cast<int64_t>(ids.size());
   if (available < 2 || batch_size > (available - 1) / sequence_length)
-    throw speedlabs::UsageError("a batch of B=" + std::to_string(batch_size) + " x T=" + std::to_string(sequence_length) +
-                                " needs B*T+1 tokens, but the data has only " + std::to_string(available) +
-                                ": use a smaller batch or sequence length");
+    throw speedlabs::UsageError("a batch of B=" + std::to_string(batch_size) + " x T=" +
+                                std::to_string(sequence_length) + " needs B*T+1 tokens, but the data has only " +
+                                std::to_string(available) + ": use a smaller batch or sequence length");
   tokens_ = torch::tensor(ids, torch::kInt32).to(torch::kInt64);
 }
 

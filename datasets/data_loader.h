@@ -21,7 +21,7 @@ class DataLoaderLite {
  public:
   /// Throws speedlabs::UsageError when B or T is not positive or when B*T+1 tokens are more than
   /// there are.
-  /// @param ids the token ids (e.g. datasets::load_shakespeare_tokens(...).ids)
+  /// @param ids the token ids (e.g. datasets::load_shakespeare_tokens(...).ids, token_cache.h)
   /// @param batch_size B, sequences per batch
   /// @param sequence_length T, tokens per sequence
   DataLoaderLite(const std::vector<int32_t>& ids, int64_t batch_size, int64_t sequence_length);

@@ -15,6 +15,7 @@
 
 #include "common/errors.h"
 #include "common/files.h"
+#include "datasets/bytes_map.h"
 #include "datasets/data_files.h"
 
 namespace datasets {
@@ -31,7 +32,8 @@ namespace {
 // with \s spelled out as Unicode's White_Space property, which is what tiktoken's Rust regex means
 // by \s. PCRE2's own \s differs: it also matches U+180E (Mongolian vowel separator, no longer a
 // space since Unicode 6.3); with it, "\u180e's" would split differently from tiktoken.
-#define SPEEDLABS_WHITE_SPACE R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})"
+#define SPEEDLABS_WHITE_SPACE \
+  R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})"
 constexpr std::string_view kPattern =
     R"('(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^)" SPEEDLABS_WHITE_SPACE R"(\p{L}\p{N}]+)"
     R"(|[)" SPEEDLABS_WHITE_SPACE R"(]+(?![^)" SPEEDLABS_WHITE_SPACE R"(])|[)" SPEEDLABS_WHITE_SPACE R"(]+)";
@@ -114,86 +116,6 @@ std::vector<uint32_t> code_points(std::string_view text, const std::string& wher
   return out;
 }
 
-// An open-addressing hash map from byte strings (views that outlive the map) to values: the hot
-// lookups of encode() spend their time here, and std::unordered_map's chained nodes miss the cache.
-template <typename Value>
-class BytesMap {
- public:
-  explicit BytesMap(size_t expected = 64) { rehash(expected * 2); }
-
-  const Value* find(std::string_view key) const {
-    const uint64_t h = hash(key);
-    for (size_t slot = h & mask_;; slot = (slot + 1) & mask_) {
-      const uint32_t index = slots_[slot];
-      if (index == 0) return nullptr;
-      const Entry& entry = entries_[index - 1];
-      if (entry.hash == h && same_bytes(entry.key, key)) return &entry.value;
-    }
-  }
-
-  /// Adds @p key (which must not be present yet).
-  void insert(std::string_view key, Value value) {
-    if ((entries_.size() + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
-    entries_.push_back({key, hash(key), value});
-    place(entries_.size() - 1);
-  }
-
- private:
-  struct Entry {
-    std::string_view key;
-    uint64_t hash;
-    Value value;
-  };
-
-  // Keys are short (a word): comparing 8 bytes at a time inline beats a call to memcmp.
-  static bool same_bytes(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    size_t i = 0;
-    for (; i + 8 <= a.size(); i += 8) {
-      uint64_t x, y;
-      std::memcpy(&x, a.data() + i, 8);
-      std::memcpy(&y, b.data() + i, 8);
-      if (x != y) return false;
-    }
-    for (; i < a.size(); ++i)
-      if (a[i] != b[i]) return false;
-    return true;
-  }
-
-  static uint64_t hash(std::string_view key) {
-    uint64_t h = key.size() * 0x9E3779B97F4A7C15ull;
-    size_t i = 0;
-    for (; i + 8 <= key.size(); i += 8) {
-      uint64_t chunk;
-      std::memcpy(&chunk, key.data() + i, 8);
-      h = (h ^ chunk) * 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 31;
-    }
-    uint64_t tail = 0;
-    std::memcpy(&tail, key.data() + i, key.size() - i);
-    h = (h ^ tail) * 0x94D049BB133111EBull;
-    return h ^ (h >> 29);
-  }
-
-  void place(size_t index) {
-    size_t slot = entries_[index].hash & mask_;
-    while (slots_[slot] != 0) slot = (slot + 1) & mask_;
-    slots_[slot] = static_cast<uint32_t>(index + 1);
-  }
-
-  void rehash(size_t at_least) {
-    size_t size = 16;
-    while (size < at_least) size *= 2;
-    slots_.assign(size, 0);
-    mask_ = size - 1;
-    for (size_t i = 0; i < entries_.size(); ++i) place(i);
-  }
-
-  std::vector<Entry> entries_;
-  std::vector<uint32_t> slots_;  // entry index + 1, 0 = empty
-  size_t mask_ = 0;
-};
-
 // The ids of the pieces already encoded in one encode() call: a range of `ids`.
 struct PieceCache {
   struct Range {
@@ -210,10 +132,107 @@ struct MatchDataDeleter {
   void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
 };
 
+// GPT-2's files spell each byte as one character (byte_to_code_point); this reads the spelling back.
+class ByteAlphabet {
+ public:
+  ByteAlphabet() : code_point_(byte_to_code_point()) {
+    for (uint32_t byte = 0; byte < 256; ++byte) byte_of_code_point_[code_point_[byte]] = static_cast<char>(byte);
+  }
+
+  // The bytes a token string of encoder.json or vocab.bpe stands for; @p where names it in errors.
+  std::string to_bytes(std::string_view spelled, const std::string& where) const {
+    std::string bytes;
+    for (const uint32_t c : code_points(spelled, where)) {
+      const auto it = byte_of_code_point_.find(c);
+      if (it == byte_of_code_point_.end()) throw RuntimeFailure(where + ": a character outside GPT-2's byte alphabet");
+      bytes += it->second;
+    }
+    return bytes;
+  }
+
+  const std::array<uint32_t, 256>& code_point() const { return code_point_; }
+
+ private:
+  std::array<uint32_t, 256> code_point_;
+  std::unordered_map<uint32_t, char> byte_of_code_point_;
+};
+
+// The bytes of each rank, as tiktoken's data_gym_to_mergeable_bpe_ranks builds them: bytes, then each merge.
+std::vector<std::string> ranks_from_merges(const std::string& merges_text, const std::string& vocab_bpe,
+                                           const ByteAlphabet& alphabet) {
+  std::vector<std::string> by_rank;
+  for (const uint8_t byte : bytes_in_rank_order(alphabet.code_point()))
+    by_rank.emplace_back(1, static_cast<char>(byte));
+  std::istringstream lines(merges_text);
+  std::string line;
+  std::getline(lines, line);  // "#version: 0.2"
+  if (line.rfind("#version", 0) != 0) throw RuntimeFailure(vocab_bpe + ": the first line is not '#version: ...'");
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const size_t space = line.find(' ');
+    if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos)
+      throw RuntimeFailure(vocab_bpe + ": a merge line is not two tokens: '" + line + "'");
+    const std::string where = vocab_bpe + " line " + std::to_string(by_rank.size() - 254);
+    by_rank.push_back(alphabet.to_bytes(std::string_view(line).substr(0, space), where) +
+                      alphabet.to_bytes(std::string_view(line).substr(space + 1), where));
+  }
+  if (by_rank.size() != static_cast<size_t>(GPT2Tokenizer::kEndOfText))
+    throw RuntimeFailure(vocab_bpe + ": expected 50,000 merges, found " + std::to_string(by_rank.size() - 256));
+  return by_rank;
+}
+
+// The bytes of each id from encoder.json, which must give every token the id equal to its rank (tiktoken
+// asserts the same).
+std::vector<std::string> tokens_from_encoder(const std::string& encoder_text, const std::string& encoder_json,
+                                             const std::string& vocab_bpe, const std::vector<std::string>& by_rank,
+                                             const ByteAlphabet& alphabet) {
+  constexpr int32_t kEndOfText = GPT2Tokenizer::kEndOfText;
+  constexpr int32_t kVocabSize = GPT2Tokenizer::kVocabSize;
+  nlohmann::json encoder;
+  try {
+    encoder = nlohmann::json::parse(encoder_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw RuntimeFailure(encoder_json + ": not valid JSON: " + e.what());
+  }
+  if (!encoder.is_object() || encoder.size() != static_cast<size_t>(kVocabSize))
+    throw RuntimeFailure(encoder_json + ": expected an object of 50,257 tokens");
+  std::vector<std::string> token_bytes(kVocabSize);
+  std::vector<bool> seen(kVocabSize, false);
+  for (const auto& [spelled, id_json] : encoder.items()) {
+    if (!id_json.is_number_integer())
+      throw RuntimeFailure(encoder_json + ": id of '" + spelled + "' is not an integer");
+    const int64_t id = id_json.get<int64_t>();
+    if (id < 0 || id >= kVocabSize || seen[id])
+      throw RuntimeFailure(encoder_json + ": bad or repeated id for '" + spelled + "'");
+    seen[id] = true;
+    const std::string bytes = id == kEndOfText ? std::string(kEndOfTextText) : alphabet.to_bytes(spelled, encoder_json);
+    if (id != kEndOfText && by_rank[id] != bytes)
+      throw RuntimeFailure(encoder_json + " and " + vocab_bpe + " disagree about token " + std::to_string(id));
+    token_bytes[id] = bytes;
+  }
+  if (token_bytes[kEndOfText] != kEndOfTextText)
+    throw RuntimeFailure(encoder_json + ": token 50256 is not <|endoftext|>");
+  return token_bytes;
+}
+
+std::unique_ptr<pcre2_code, CodeDeleter> compile_pattern() {
+  int error = 0;
+  PCRE2_SIZE error_offset = 0;
+  std::unique_ptr<pcre2_code, CodeDeleter> pattern(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern.data()),
+                                                                 kPattern.size(), PCRE2_UTF | PCRE2_UCP, &error,
+                                                                 &error_offset, nullptr));
+  if (!pattern) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof(message));
+    throw RuntimeFailure(std::string("PCRE2 could not compile GPT-2's pattern: ") + reinterpret_cast<char*>(message));
+  }
+  return pattern;
+}
+
 }  // namespace
 
 struct GPT2Tokenizer::Impl {
-  std::vector<std::string> token_bytes;              // id -> bytes
+  std::vector<std::string> token_bytes;    // id -> bytes
   BytesMap<uint32_t> rank_of{kVocabSize};  // bytes -> rank (== id); keys are views into token_bytes
   std::unique_ptr<pcre2_code, CodeDeleter> pattern;
   bool jit = false;
@@ -260,7 +279,7 @@ struct GPT2Tokenizer::Impl {
   // (rank, position), so "lowest rank, leftmost first" is the top; stale entries are skipped.
   void merge_long(std::string_view piece, std::vector<int32_t>& out) const {
     const size_t n = piece.size();
-    std::vector<size_t> next(n), previous(n);  // linked list of part starts
+    std::vector<size_t> next(n), previous(n);                             // linked list of part starts
     for (size_t i = 0; i < n; ++i) next[i] = i + 1, previous[i] = i - 1;  // previous[0] wraps: never read
     std::vector<bool> alive(n, true);
     using Candidate = std::tuple<uint32_t, size_t, size_t>;  // rank, left start, end of right part
@@ -315,8 +334,9 @@ struct GPT2Tokenizer::Impl {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t offset = 0;
     while (offset < text.size()) {
-      const int found = jit ? pcre2_jit_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr)
-                            : pcre2_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
+      const int found =
+          jit ? pcre2_jit_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr)
+              : pcre2_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
       if (found < 0) {
         if (found == PCRE2_ERROR_NOMATCH) break;  // cannot happen: every character matches some branch
         PCRE2_UCHAR message[256];
@@ -333,7 +353,8 @@ struct GPT2Tokenizer::Impl {
   std::vector<int32_t> encode(std::string_view text) const {
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 16);
-    std::unique_ptr<pcre2_match_data, MatchDataDeleter> match(pcre2_match_data_create_from_pattern(pattern.get(), nullptr));
+    std::unique_ptr<pcre2_match_data, MatchDataDeleter> match(
+        pcre2_match_data_create_from_pattern(pattern.get(), nullptr));
     if (!match) throw RuntimeFailure("out of memory for the pre-tokenizer's match data");
     PieceCache cache;
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
@@ -363,75 +384,14 @@ GPT2Tokenizer GPT2Tokenizer::load(const fs::path& data_dir) {
 }
 
 GPT2Tokenizer GPT2Tokenizer::from_files(const fs::path& encoder_json, const fs::path& vocab_bpe) {
-  auto impl = std::make_unique<Impl>();
-  const std::array<uint32_t, 256> code_point = byte_to_code_point();
-  std::unordered_map<uint32_t, char> byte_of_code_point;
-  for (uint32_t byte = 0; byte < 256; ++byte) byte_of_code_point[code_point[byte]] = static_cast<char>(byte);
-  auto to_bytes = [&](std::string_view spelled, const std::string& where) {
-    std::string bytes;
-    for (const uint32_t c : code_points(spelled, where)) {
-      const auto it = byte_of_code_point.find(c);
-      if (it == byte_of_code_point.end()) throw RuntimeFailure(where + ": a character outside GPT-2's byte alphabet");
-      bytes += it->second;
-    }
-    return bytes;
-  };
-
-  // The ranks, as tiktoken's data_gym_to_mergeable_bpe_ranks builds them: bytes, then each merge.
+  const ByteAlphabet alphabet;
   const std::string merges_text = speedlabs::read_file(vocab_bpe);
-  std::vector<std::string> by_rank;
-  for (const uint8_t byte : bytes_in_rank_order(code_point)) by_rank.emplace_back(1, static_cast<char>(byte));
-  std::istringstream lines(merges_text);
-  std::string line;
-  std::getline(lines, line);  // "#version: 0.2"
-  if (line.rfind("#version", 0) != 0) throw RuntimeFailure(vocab_bpe.string() + ": the first line is not '#version: ...'");
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    const size_t space = line.find(' ');
-    if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos)
-      throw RuntimeFailure(vocab_bpe.string() + ": a merge line is not two tokens: '" + line + "'");
-    const std::string where = vocab_bpe.string() + " line " + std::to_string(by_rank.size() - 254);
-    by_rank.push_back(to_bytes(std::string_view(line).substr(0, space), where) +
-                      to_bytes(std::string_view(line).substr(space + 1), where));
-  }
-  if (by_rank.size() != static_cast<size_t>(kEndOfText))
-    throw RuntimeFailure(vocab_bpe.string() + ": expected 50,000 merges, found " + std::to_string(by_rank.size() - 256));
-
-  // encoder.json must give every token the id equal to its rank (tiktoken asserts the same).
+  const std::vector<std::string> by_rank = ranks_from_merges(merges_text, vocab_bpe.string(), alphabet);
   const std::string encoder_text = speedlabs::read_file(encoder_json);
-  nlohmann::json encoder;
-  try {
-    encoder = nlohmann::json::parse(encoder_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw RuntimeFailure(encoder_json.string() + ": not valid JSON: " + e.what());
-  }
-  if (!encoder.is_object() || encoder.size() != static_cast<size_t>(kVocabSize))
-    throw RuntimeFailure(encoder_json.string() + ": expected an object of 50,257 tokens");
-  impl->token_bytes.assign(kVocabSize, std::string());
-  std::vector<bool> seen(kVocabSize, false);
-  for (const auto& [spelled, id_json] : encoder.items()) {
-    if (!id_json.is_number_integer()) throw RuntimeFailure(encoder_json.string() + ": id of '" + spelled + "' is not an integer");
-    const int64_t id = id_json.get<int64_t>();
-    if (id < 0 || id >= kVocabSize || seen[id]) throw RuntimeFailure(encoder_json.string() + ": bad or repeated id for '" + spelled + "'");
-    seen[id] = true;
-    const std::string bytes = id == kEndOfText ? std::string(kEndOfTextText) : to_bytes(spelled, encoder_json.string());
-    if (id != kEndOfText && by_rank[id] != bytes)
-      throw RuntimeFailure(encoder_json.string() + " and " + vocab_bpe.string() + " disagree about token " + std::to_string(id));
-    impl->token_bytes[id] = bytes;
-  }
-  if (impl->token_bytes[kEndOfText] != kEndOfTextText)
-    throw RuntimeFailure(encoder_json.string() + ": token 50256 is not <|endoftext|>");
+  auto impl = std::make_unique<Impl>();
+  impl->token_bytes = tokens_from_encoder(encoder_text, encoder_json.string(), vocab_bpe.string(), by_rank, alphabet);
   for (int32_t id = 0; id < kEndOfText; ++id) impl->rank_of.insert(impl->token_bytes[id], static_cast<uint32_t>(id));
-
-  int error = 0;
-  PCRE2_SIZE error_offset = 0;
-  impl->pattern.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern.data()), kPattern.size(),
-                                    PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr));
-  if (!impl->pattern) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error, message, sizeof(message));
-    throw RuntimeFailure(std::string("PCRE2 could not compile GPT-2's pattern: ") + reinterpret_cast<char*>(message));
-  }
+  impl->pattern = compile_pattern();
   // JIT makes matching several times faster; without it (some platforms) the interpreter is still exact.
   impl->jit = pcre2_jit_compile(impl->pattern.get(), PCRE2_JIT_COMPLETE) == 0;
   impl->fingerprint = sha256_hex(sha256_hex(encoder_text) + sha256_hex(merges_text));
@@ -445,7 +405,8 @@ std::vector<int32_t> GPT2Tokenizer::encode_allowing_special(std::string_view tex
   size_t start = 0;
   while (true) {
     const size_t found = text.find(kEndOfTextText, start);
-    const std::vector<int32_t> part = impl_->encode(text.substr(start, found == std::string_view::npos ? text.npos : found - start));
+    const std::vector<int32_t> part =
+        impl_->encode(text.substr(start, found == std::string_view::npos ? text.npos : found - start));
     out.insert(out.end(), part.begin(), part.end());
     if (found == std::string_view::npos) return out;
     out.push_back(kEndOfText);

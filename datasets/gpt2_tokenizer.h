@@ -5,9 +5,9 @@
 /// \verbatim
 /// '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 /// \endverbatim
-/// (PCRE2 with Unicode classes and JIT; whitespace is Unicode's White_Space, as in tiktoken). (2) Each piece's bytes are merged pairwise, always the adjacent pair whose
-/// concatenation has the lowest rank, until no pair is a token (ranks from vocab.bpe, checked
-/// against encoder.json: a token's rank is its id).
+/// (PCRE2 with Unicode classes and JIT; whitespace is Unicode's White_Space, as in tiktoken). (2) Each piece's bytes
+/// are merged pairwise, always the adjacent pair whose concatenation has the lowest rank, until no pair is a token
+/// (ranks from vocab.bpe, checked against encoder.json: a token's rank is its id).
 ///
 /// Invalid UTF-8: the input is cut into maximal valid UTF-8 stretches and single invalid bytes;
 /// each stretch is encoded as above, each invalid byte becomes the token of that one byte. So

@@ -1,11 +1,16 @@
 // tokenize: GPT-2 token ids of a text, or the text of token ids. Run as `./lab run tokenize ...`.
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "common/errors.h"
-#include "common/files.h"
 #include "datasets/data_files.h"
 #include "datasets/gpt2_tokenizer.h"
 
@@ -13,11 +18,35 @@ namespace {
 
 using speedlabs::UsageError;
 
+// Far more than any text a lab reads (tiny shakespeare is 1.1 MB), and a clear stop for an endless input
+// such as /dev/zero before it fills the memory.
+constexpr size_t kMaxInputBytes = size_t{256} << 20;
+
+// The whole of @p in; UsageError when it is larger than kMaxInputBytes or cannot be read.
+std::string read_bounded(std::istream& in, const std::string& name) {
+  std::string bytes;
+  std::array<char, 1 << 16> chunk;
+  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+    if (bytes.size() + static_cast<size_t>(in.gcount()) > kMaxInputBytes)
+      throw UsageError(name + " is larger than 256 MiB, the most tokenize reads: split it into parts");
+    bytes.append(chunk.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) throw UsageError("could not read " + name);
+  return bytes;
+}
+
 std::string read_input(const std::string& file) {
-  if (file != "-") return speedlabs::read_user_file(file);  // a folder or an unreadable file: exit 2
-  std::ostringstream bytes;
-  bytes << std::cin.rdbuf();
-  return bytes.str();
+  if (file == "-") {
+    // A closed standard input reads as an empty text: say so instead of printing no tokens.
+    if (::fcntl(STDIN_FILENO, F_GETFD) == -1)
+      throw UsageError("standard input is closed: give a FILE, or send the text to tokenize through a pipe");
+    return read_bounded(std::cin, "standard input");
+  }
+  std::error_code error;  // a folder opens as a stream that reads nothing: not an empty text
+  if (std::filesystem::is_directory(file, error)) throw UsageError("'" + file + "' is a folder, not a file");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError("could not read '" + file + "'");
+  return read_bounded(in, "'" + file + "'");
 }
 
 // Whitespace-separated decimal ids; anything else is a usage error that says where.
@@ -48,16 +77,19 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, else <checkout>/data)");
   app.require_subcommand(1);
   CLI::App* encode = app.add_subcommand("encode", "print the token ids of FILE, separated by spaces");
-  encode->add_option("FILE", file, "text file, or - for standard input")->required();
+  encode->add_option("FILE", file, "text file (at most 256 MiB), or - for standard input")->required();
   encode->add_flag("--count", count_only, "print only the number of tokens");
   encode->add_flag("--allow-special", allow_special, "turn the text <|endoftext|> into token 50256");
   CLI::App* decode = app.add_subcommand("decode", "print the text of the whitespace-separated token ids in FILE");
-  decode->add_option("FILE", file, "file of ids, or - for standard input")->required();
+  decode->add_option("FILE", file, "file of ids (at most 256 MiB), or - for standard input")->required();
   try {
     // CLI11 calls any unknown word "A subcommand is required"; name the word instead.
     for (int i = 1; i < argc; ++i) {
       const std::string word = argv[i];
-      if (word == "--data-dir") { ++i; continue; }
+      if (word == "--data-dir") {
+        ++i;
+        continue;
+      }
       if (word.rfind("-", 0) == 0) continue;
       if (word != "encode" && word != "decode") {
         std::cerr << "tokenize: error: unknown command '" << word << "': use encode or decode (--help)\n";
@@ -74,7 +106,8 @@ int main(int argc, char** argv) {
     const auto tokenizer = datasets::GPT2Tokenizer::load(datasets::resolve_data_dir(data_dir));
     const std::string input = read_input(file);
     if (encode->parsed()) {
-      const std::vector<int32_t> ids = allow_special ? tokenizer.encode_allowing_special(input) : tokenizer.encode(input);
+      const std::vector<int32_t> ids =
+          allow_special ? tokenizer.encode_allowing_special(input) : tokenizer.encode(input);
       if (count_only) {
         std::cout << ids.size() << "\n";
       } else {

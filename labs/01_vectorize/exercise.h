@@ -3,8 +3,8 @@
 ///
 /// Stubs live in labs/01_vectorize/exercise.cpp, the reference in solutions/01_vectorize/exercise.cpp.
 #pragma once
-#include <Eigen/Core>
 #include <torch/torch.h>
+#include <Eigen/Core>
 
 #include <cstdint>
 

@@ -18,10 +18,10 @@ double sum_squares_scalar_loop(const double* data, int64_t n);
 
 /// The experiment's knobs.
 struct Config {
-  int64_t n = 1'000'000;      ///< how many N(0,1) doubles
-  uint64_t seed = 0;          ///< the generator seed
+  int64_t n = 1'000'000;                                ///< how many N(0,1) doubles
+  uint64_t seed = 0;                                    ///< the generator seed
   speedlabs::TimingOptions fast{3, 20, 60, 0.05, 2.0};  ///< for (b), (c), (d), (e): rounds added while scattered
-  speedlabs::TimingOptions element_loop{1, 3};  ///< for (a), thousands of times slower
+  speedlabs::TimingOptions element_loop{1, 3};          ///< for (a), thousands of times slower
 };
 
 /// The settings --quick uses: 100,000 values, so the whole run takes well under a second.

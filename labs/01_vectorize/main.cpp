@@ -6,7 +6,8 @@ int main(int argc, char** argv) {
   speedlabs::ConfigFlags<lab01::Config> flags;
   int repeats = flags.parsed().fast.repeats;
   return speedlabs::run_lab(
-      argc, argv, {"01", "01_vectorize", "a loop vs vectorised code, same result, measured speed-up (runs on the CPU)", true},
+      argc, argv,
+      {"01", "01_vectorize", "a loop vs vectorised code, same result, measured speed-up (runs on the CPU)", true},
       [&](CLI::App& app) {
         flags.option(app, "--n", &lab01::Config::n, "how many values (--quick: 100000)")
             ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
@@ -17,6 +18,6 @@ int main(int argc, char** argv) {
                        [&](lab01::Config& config) { config.seed = flags.parsed().seed; });
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        lab01::run(flags.apply(context.flags.quick ? lab01::quick_config() : lab01::Config{}), report);
+        lab01::run(flags.configure(context, lab01::quick_config), report);
       });
 }

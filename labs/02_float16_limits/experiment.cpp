@@ -1,7 +1,7 @@
 #include "experiment.h"
 
-#include <Eigen/Core>
 #include <torch/torch.h>
+#include <Eigen/Core>
 
 #include <cmath>
 #include <iomanip>
@@ -135,8 +135,8 @@ void observe_format_table(speedlabs::Report& report) {
   for (size_t i = 0; i < torch_rows.size(); ++i) {
     const FormatRow& r = torch_rows[i];
     libraries_agree = libraries_agree && i < eigen.size() && same_numbers(eigen[i], r);
-    layouts_match = layouts_match &&
-                    same_numbers(r, format_from_layout(r.name, r.exponent_bits, r.mantissa_bits, r.storage_bytes));
+    layouts_match =
+        layouts_match && same_numbers(r, format_from_layout(r.name, r.exponent_bits, r.mantissa_bits, r.storage_bytes));
     rows.push_back(row_json(r));
   }
   report.check("format_table",
@@ -147,7 +147,8 @@ void observe_format_table(speedlabs::Report& report) {
 
   // The constants the libraries ship, held against the epsilon their own arithmetic shows.
   const std::vector<std::pair<std::string, std::pair<double, double>>> constants = {
-      {"Eigen::half", {static_cast<float>(std::numeric_limits<Eigen::half>::epsilon()), measured_epsilon<Eigen::half>()}},
+      {"Eigen::half",
+       {static_cast<float>(std::numeric_limits<Eigen::half>::epsilon()), measured_epsilon<Eigen::half>()}},
       {"Eigen::bfloat16",
        {static_cast<float>(std::numeric_limits<Eigen::bfloat16>::epsilon()), measured_epsilon<Eigen::bfloat16>()}},
       {"at::Half", {static_cast<float>(std::numeric_limits<at::Half>::epsilon()), measured_epsilon<at::Half>()}},
@@ -193,9 +194,10 @@ std::vector<FormatRow> format_table(Library library) {
             row_from_type<Eigen::bfloat16>("bf16", sizeof(Eigen::bfloat16), "Eigen::bfloat16")};
   }
   const auto bytes = [](c10::ScalarType t) { return static_cast<int>(c10::elementSize(t)); };
-  return {row_from_type<float>("fp32", bytes(at::kFloat), "float, the C++ type of at::kFloat"), tf32,
-          row_from_type<at::Half>("fp16", bytes(at::kHalf), "at::Half (Eigen::half: see format_table)"),
-          row_from_type<at::BFloat16>("bf16", bytes(at::kBFloat16), "at::BFloat16 (Eigen::bfloat16: see format_table)")};
+  return {
+      row_from_type<float>("fp32", bytes(at::kFloat), "float, the C++ type of at::kFloat"), tf32,
+      row_from_type<at::Half>("fp16", bytes(at::kHalf), "at::Half (Eigen::half: see format_table)"),
+      row_from_type<at::BFloat16>("bf16", bytes(at::kBFloat16), "at::BFloat16 (Eigen::bfloat16: see format_table)")};
 }
 
 void print_format_table(const std::vector<FormatRow>& rows, std::ostream& out) {
@@ -229,19 +231,25 @@ float accumulate_in_tensor(float weight, float update, int steps, c10::ScalarTyp
   return stored.item<float>();
 }
 
-void run(const Config& config, speedlabs::Report& report) {
-  print_format_table(format_table(Library::libtorch), std::cout);
+namespace {
 
-  std::cout << "\nThe lesson's experiments, in your rounding (exercise.cpp), Eigen's type, libtorch's type and a "
-               "libtorch tensor:\n";
-  // Each lambda gets a default-constructed value only to name the type T it runs in.
-  const auto add = [](float a, float b) {
-    return [=](auto type) { return add_in<decltype(type)>(a, b); };
-  };
-  const auto add_tensor = [](float a, float b) { return [=](c10::ScalarType t) { return add_in_tensor(a, b, t); }; };
-  const auto store = [](float x) { return [=](auto type) { return round_to<decltype(type)>(x); }; };
-  const auto store_tensor = [](float x) { return [=](c10::ScalarType t) { return round_in_tensor(x, t); }; };
+// The experiments' makers: each returns a function that computes in the type of the (default-constructed) value
+// it is given, or in a libtorch tensor of the dtype it is given.
+auto add(float a, float b) {
+  return [=](auto type) { return add_in<decltype(type)>(a, b); };
+}
+auto add_tensor(float a, float b) {
+  return [=](c10::ScalarType t) { return add_in_tensor(a, b, t); };
+}
+auto store(float x) {
+  return [=](auto type) { return round_to<decltype(type)>(x); };
+}
+auto store_tensor(float x) {
+  return [=](c10::ScalarType t) { return round_in_tensor(x, t); };
+}
 
+// Rounding and range: what 1 + 1e-8, 1000 + 0.3, 65504 and 70000 become in each format.
+void observe_rounding_and_range(speedlabs::Report& report) {
   {
     const auto w = fp32("fp32: 1 + 1e-8", add_in<float>(1.0f, 1e-8f), add_in_tensor(1.0f, 1e-8f, at::kFloat));
     report.check("fp32_1_plus_1e-8_is_1",
@@ -283,19 +291,24 @@ void run(const Config& config, speedlabs::Report& report) {
                  w.measured(), agree_and("finite, within 2^-8 relative of 70000"),
                  w.agree() && std::isfinite(w.value()) && relative_error <= std::ldexp(1.0, -8));
   }
+}
+
+// Storage: bytes per value, and what that makes of a 7-billion-weight model.
+void observe_storage_size(speedlabs::Report& report) {
   {
     const std::vector<int> eigen_bytes = {sizeof(float), sizeof(Eigen::half), sizeof(Eigen::bfloat16)};
     std::vector<int> torch_bytes;
     for (auto t : {at::kFloat, at::kHalf, at::kBFloat16})
       torch_bytes.push_back(static_cast<int>(torch::empty({1}, torch::dtype(t)).element_size()));
     const std::vector<int> expected = {4, 2, 2};
-    std::cout << "  " << std::left << std::setw(34) << "bytes per value fp32, fp16, bf16" << "  Eigen (sizeof) = "
-              << eigen_bytes[0] << ", " << eigen_bytes[1] << ", " << eigen_bytes[2]
+    std::cout << "  " << std::left << std::setw(34) << "bytes per value fp32, fp16, bf16"
+              << "  Eigen (sizeof) = " << eigen_bytes[0] << ", " << eigen_bytes[1] << ", " << eigen_bytes[2]
               << "  libtorch (element_size) = " << torch_bytes[0] << ", " << torch_bytes[1] << ", " << torch_bytes[2]
               << "\n";
     report.check("bytes_per_value", "float32 takes 4 bytes per value, float16 and bfloat16 take 2",
                  {{"Eigen sizeof", eigen_bytes}, {"libtorch element_size", torch_bytes}},
-                 "(4, 2, 2) for (float32, float16, bfloat16) in both", eigen_bytes == expected && torch_bytes == expected);
+                 "(4, 2, 2) for (float32, float16, bfloat16) in both",
+                 eigen_bytes == expected && torch_bytes == expected);
   }
   {
     // 7 billion weights. libtorch: the byte size of a tensor on the meta device, which allocates nothing.
@@ -310,14 +323,18 @@ void run(const Config& config, speedlabs::Report& report) {
     const nlohmann::json torch_gb = {{"fp32_gb", gigabytes_torch(at::kFloat)},
                                      {"fp16_gb", gigabytes_torch(at::kHalf)},
                                      {"bf16_gb", gigabytes_torch(at::kBFloat16)}};
-    std::cout << "  " << std::left << std::setw(34) << "7e9 weights, GB" << "  Eigen = " << eigen.dump()
-              << "  libtorch meta tensor = " << torch_gb.dump() << "\n";
+    std::cout << "  " << std::left << std::setw(34) << "7e9 weights, GB"
+              << "  Eigen = " << eigen.dump() << "  libtorch meta tensor = " << torch_gb.dump() << "\n";
     const nlohmann::json expected = {{"fp32_gb", 28.0}, {"fp16_gb", 14.0}, {"bf16_gb", 14.0}};
     report.check("weights_7b_fp32_28gb_fp16_14gb",
                  "a 7-billion-weight model takes 28 GB in float32 and 14 GB in float16 or bfloat16",
                  {{"Eigen", eigen}, {"libtorch", torch_gb}}, "fp32 28 GB, fp16 14 GB, bf16 14 GB in both",
                  eigen == expected && torch_gb == expected);
   }
+}
+
+// Updates: a small update on a weight of 1, once and many times; why master weights stay float32.
+void observe_weight_updates(int update_steps, speedlabs::Report& report) {
   {
     const auto w = fp16("fp16: weight 1 + update 1e-4", add(1.0f, 1e-4f), add_tensor(1.0f, 1e-4f));
     report.check("fp16_update_1e-4_on_1_is_lost",
@@ -326,12 +343,12 @@ void run(const Config& config, speedlabs::Report& report) {
                  w.measured(), agree_and("the sum == 1"), w.agree() && w.value() == 1.0f);
   }
   {
-    const auto w = fp32("fp32: weight 1 + update 1e-4", add_in<float>(1.0f, 1e-4f),
-                        add_in_tensor(1.0f, 1e-4f, at::kFloat));
+    const auto w =
+        fp32("fp32: weight 1 + update 1e-4", add_in<float>(1.0f, 1e-4f), add_in_tensor(1.0f, 1e-4f, at::kFloat));
     // One float32 rounding at 1 is at most half a step, 2^-24; 2^-23 leaves room for 1e-4's own rounding.
     report.check("fp32_update_1e-4_on_1_is_kept",
-                 "a float32 weight of 1 does move when 1e-4 is added: float32 steps near 1 are 2^-23",
-                 w.measured(), agree_and("the sum != 1 and is within 2^-23 of 1.0001"),
+                 "a float32 weight of 1 does move when 1e-4 is added: float32 steps near 1 are 2^-23", w.measured(),
+                 agree_and("the sum != 1 and is within 2^-23 of 1.0001"),
                  w.agree() && w.value() != 1.0f && std::abs(w.value() - 1.0001) <= std::ldexp(1.0, -23));
   }
   {
@@ -342,7 +359,7 @@ void run(const Config& config, speedlabs::Report& report) {
                  w.measured(), agree_and("the sum == 1"), w.agree() && w.value() == 1.0f);
   }
   {
-    const int n = config.update_steps;
+    const int n = update_steps;
     const std::string label = std::to_string(n) + " updates of 1e-4 on 1";
     const auto accumulate = [n](auto type) { return accumulate_updates<decltype(type)>(1.0f, 1e-4f, n); };
     const auto accumulate_tensor = [n](c10::ScalarType t) { return accumulate_in_tensor(1.0f, 1e-4f, n, t); };
@@ -362,6 +379,10 @@ void run(const Config& config, speedlabs::Report& report) {
                  w16.agree() && wb16.agree() && w32.agree() && w16.value() == 1.0f && wb16.value() == 1.0f &&
                      std::abs(gained - expected_gain) <= 0.01 * expected_gain);
   }
+}
+
+// Gradients: a 1e-8 gradient in float16 and bfloat16, and what loss scaling does for it.
+void observe_small_gradients(speedlabs::Report& report) {
   {
     const auto w = fp16("fp16: store gradient 1e-8", store(1e-8f), store_tensor(1e-8f));
     report.check("fp16_gradient_1e-8_is_0",
@@ -391,6 +412,18 @@ void run(const Config& config, speedlabs::Report& report) {
                  w.measured(), agree_and("within 2^-8 relative of 1e-8"),
                  w.agree() && relative_error <= std::ldexp(1.0, -8));
   }
+}
+
+}  // namespace
+
+void run(const Config& config, speedlabs::Report& report) {
+  print_format_table(format_table(Library::libtorch), std::cout);
+  std::cout << "\nThe lesson's experiments, in your rounding (exercise.cpp), Eigen's type, libtorch's type and a "
+               "libtorch tensor:\n";
+  observe_rounding_and_range(report);
+  observe_storage_size(report);
+  observe_weight_updates(config.update_steps, report);
+  observe_small_gradients(report);
   observe_format_table(report);
 }
 

@@ -91,11 +91,11 @@ float accumulate_updates(float weight, float update, int steps) {
 
 /// One number format: its bit layout and the three numbers that say what it can hold.
 struct FormatRow {
-  std::string name;        ///< "fp32", "tf32", "fp16" or "bf16"
-  int sign_bits = 0;       ///< always 1
-  int exponent_bits = 0;   ///< sets the range (largest and smallest values)
-  int mantissa_bits = 0;   ///< stored fraction bits (the leading 1 is implicit); sets the precision
-  int storage_bytes = 0;   ///< bytes per value in memory (tf32 lives in float32 storage: 4)
+  std::string name;            ///< "fp32", "tf32", "fp16" or "bf16"
+  int sign_bits = 0;           ///< always 1
+  int exponent_bits = 0;       ///< sets the range (largest and smallest values)
+  int mantissa_bits = 0;       ///< stored fraction bits (the leading 1 is implicit); sets the precision
+  int storage_bytes = 0;       ///< bytes per value in memory (tf32 lives in float32 storage: 4)
   double max = 0;              ///< largest finite value
   double smallest_normal = 0;  ///< smallest value with full precision (below it: subnormals, then 0)
   double epsilon = 0;          ///< distance from 1 to the next larger value: the relative precision
@@ -161,7 +161,8 @@ struct Config {
 /// bf16_70000_is_finite, bytes_per_value, weights_7b_fp32_28gb_fp16_14gb, fp16_update_1e-4_on_1_is_lost,
 /// fp32_update_1e-4_on_1_is_kept, bf16_update_1e-4_on_1_is_lost, fp16_weight_stalls_fp32_weight_learns,
 /// fp16_gradient_1e-8_is_0, fp16_gradient_scaled_65536_survives, bf16_gradient_1e-8_is_kept,
-/// format_table and epsilon_constants_match_arithmetic (reported, not must-hold). Everything runs on the CPU: rounding is defined by the format, not by the device.
+/// format_table and epsilon_constants_match_arithmetic (reported, not must-hold). Everything runs on the CPU: rounding
+/// is defined by the format, not by the device.
 /// @param config  the knobs
 /// @param report  where the observations go
 void run(const Config& config, speedlabs::Report& report);

@@ -12,8 +12,9 @@ int main(int argc, char** argv) {
        "--quick changes nothing, the whole lab takes well under a second",
        true},
       [&](CLI::App& app) {
-        flags.option(app, "--steps", &lab02::Config::update_steps,
-                     "how many updates of 1e-4 each weight receives in the stalled-training experiment")
+        flags
+            .option(app, "--steps", &lab02::Config::update_steps,
+                    "how many updates of 1e-4 each weight receives in the stalled-training experiment")
             ->check(CLI::Range(1, 100000));
       },
       [&](const speedlabs::LabContext&, speedlabs::Report& report) { lab02::run(flags.apply({}), report); });

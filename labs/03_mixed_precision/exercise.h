@@ -7,8 +7,8 @@
 /// labs/03_mixed_precision/exercise.cpp; the bookkeeping that is not the lesson (constructor checks,
 /// getters, state_dict) is given in grad_scaler.cpp. Check your work with `./lab check 03`.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>

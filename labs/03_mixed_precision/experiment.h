@@ -16,17 +16,16 @@ namespace lab03 {
 
 /// The experiment's knobs.
 struct Config {
-  c10::Device device{c10::kCPU};          ///< where everything runs
-  c10::ScalarType dtype = c10::kBFloat16; ///< the autocast dtype of the dtype checks and the policy table
-  int steps = 200;                        ///< training steps of each run (fp32, fp16 + scaler, bf16)
-  int64_t batch = 256;                    ///< training examples (one full batch per step)
-  int64_t hidden = 64;                    ///< width of the MLP's hidden layers
-  uint64_t seed = 0;                      ///< data and initial weights
+  c10::Device device{c10::kCPU};           ///< where everything runs
+  c10::ScalarType dtype = c10::kBFloat16;  ///< the autocast dtype of the dtype checks and the policy table
+  int steps = 200;                         ///< training steps of each run (fp32, fp16 + scaler, bf16)
+  int64_t batch = 256;                     ///< training examples (one full batch per step)
+  int64_t hidden = 64;                     ///< width of the MLP's hidden layers
+  uint64_t seed = 0;                       ///< data and initial weights
 };
 
 /// The settings --quick uses: 60 steps on 128 examples.
-/// @param device  the device to run on
-Config quick_config(const c10::Device& device);
+Config quick_config();
 
 /// Throws UsageError when autocast on @p device cannot compute in @p dtype (measured, not assumed).
 /// @param device  the device

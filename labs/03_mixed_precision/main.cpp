@@ -18,8 +18,10 @@ int main(int argc, char** argv) {
                        [&](lab03::Config& config) { config.seed = flags.parsed().seed; });
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        lab03::Config base = context.flags.quick ? lab03::quick_config(context.device) : lab03::Config{};
-        base.device = context.device;
-        lab03::run(flags.apply(base), report);
+        lab03::run(flags.configure(context, lab03::quick_config,
+                                   [](lab03::Config& config, const speedlabs::LabContext& context) {
+                                     config.device = context.device;
+                                   }),
+                   report);
       });
 }

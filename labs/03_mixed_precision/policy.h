@@ -17,18 +17,18 @@ std::string dtype_name(c10::ScalarType dtype);
 
 /// One op of chapter 9 section 5, run under autocast.
 struct PolicyRow {
-  std::string op;                ///< the chapter's name, e.g. "linear", "__rpow__", "GRUCell"
-  std::string call;              ///< the C++ call that ran it
-  std::string chapter_policy;    ///< "lower", "float32" or "widest": the chapter's list
-  std::string fp32_in;           ///< output dtype with float32 inputs
-  std::string low_in;            ///< output dtype with low-precision inputs ("error": no kernel for them)
-  std::string mixed_in;          ///< output dtype with one float32 input and the others low ("" if not probed)
-  std::string measured_policy;   ///< "lower", "float32", "widest" or "inputs" (autocast left the dtype alone)
-  std::string cpu_rule;          ///< the aten op whose AutocastCPU registration decides ("" none)
-  std::string cpu_policy;        ///< the policy libtorch's CPU lists give it: lower, float32, widest or inputs
-  bool matches_chapter = false;  ///< the measurement agrees with the chapter
-  bool matches_cpu_lists = false;///< the measurement agrees with libtorch's CPU lists
-  std::string note;              ///< how the C++ call relates to the Python name, or why CPU differs
+  std::string op;                  ///< the chapter's name, e.g. "linear", "__rpow__", "GRUCell"
+  std::string call;                ///< the C++ call that ran it
+  std::string chapter_policy;      ///< "lower", "float32" or "widest": the chapter's list
+  std::string fp32_in;             ///< output dtype with float32 inputs
+  std::string low_in;              ///< output dtype with low-precision inputs ("error": no kernel for them)
+  std::string mixed_in;            ///< output dtype with one float32 input and the others low ("" if not probed)
+  std::string measured_policy;     ///< "lower", "float32", "widest" or "inputs" (autocast left the dtype alone)
+  std::string cpu_rule;            ///< the aten op whose AutocastCPU registration decides ("" none)
+  std::string cpu_policy;          ///< the policy libtorch's CPU lists give it: lower, float32, widest or inputs
+  bool matches_chapter = false;    ///< the measurement agrees with the chapter
+  bool matches_cpu_lists = false;  ///< the measurement agrees with libtorch's CPU lists
+  std::string note;                ///< how the C++ call relates to the Python name, or why CPU differs
 };
 
 /// Runs every op of the chapter's three lists under autocast(device, dtype) with float32, low-precision
@@ -40,13 +40,18 @@ std::vector<PolicyRow> measure_policy(const c10::Device& device, c10::ScalarType
 /// The entries of libtorch's AutocastCPU lists (aten/src/ATen/autocast_mode.cpp) and whether this
 /// libtorch binary really registers an AutocastCPU kernel for each.
 struct CpuListCheck {
-  int entries = 0;                      ///< list entries
-  int registered = 0;                   ///< of those, registered in this binary
-  std::vector<std::string> unregistered;///< entries without a kernel here
+  int entries = 0;                        ///< list entries
+  int registered = 0;                     ///< of those, registered in this binary
+  std::vector<std::string> unregistered;  ///< entries without a kernel here
 };
 
 /// Asks the dispatcher about every entry of the embedded CPU lists.
 CpuListCheck check_cpu_lists_against_dispatcher();
+
+/// The policy libtorch's CPU lists give an aten op: "lower", "float32" or "widest" for a listed op,
+/// "inputs" for one without a CPU rule (or "").
+/// @param op  an aten operator name without the "aten::" prefix, e.g. "conv2d.padding"
+std::string cpu_list_policy(const std::string& op);
 
 /// True when this libtorch registers an AutocastCPU kernel for @p op ("name" or "name.overload").
 /// @param op  an aten operator name without the "aten::" prefix

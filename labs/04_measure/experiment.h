@@ -32,14 +32,14 @@ CpuFeatures read_cpu_features();
 
 /// The experiment's knobs.
 struct Config {
-  int64_t batch = 256;        ///< rows of the lesson's input (256x512)
+  int64_t batch = 256;          ///< rows of the lesson's input (256x512)
   int64_t large_batch = 16384;  ///< GPU only: big enough that the GPU computes longer than the host takes to queue
-  uint64_t seed = 0;          ///< model and input seed
-  speedlabs::TimingOptions timing{3, 20};       ///< every benchmark variant
+  uint64_t seed = 0;            ///< model and input seed
+  speedlabs::TimingOptions timing{3, 20};        ///< every benchmark variant
   int interleave_rounds = 10;                    ///< rounds of the changing-load demonstration, each side
-  int64_t kernel_n = 1 << 20;                   ///< doubles summed by the CUDA kernels
+  int64_t kernel_n = 1 << 20;                    ///< doubles summed by the CUDA kernels
   speedlabs::TimingOptions kernel_timing{1, 5};  ///< launches of each CUDA kernel
-  bool cpu_only = false;      ///< --device cpu: leave any GPU alone, its observations are not_applicable
+  bool cpu_only = false;  ///< --device cpu: leave any GPU alone, its observations are not_applicable
 };
 
 /// The settings --quick uses: fewer repeats, a smaller large batch and kernel; the lesson's batch stays.
@@ -47,10 +47,10 @@ Config quick_config();
 
 /// Runs the benchmark on the CPU, and on @p device too when it is a CUDA GPU, then the CUDA kernels
 /// when a GPU is there; records autocast_bf16_output_dtype, cpu_fp32_ms, cpu_bf16_ms, cpu_bf16_vs_fp32,
-/// interleaving_resists_a_changing_load, first_call_slower_than_median, gpu_unsynced_time_is_misleading, gpu_bf16_vs_fp32,
-/// gpu_parallel_kernel_vs_serial and gpu_kernel_matches_cpu (the gpu_ ones not_applicable without a GPU).
-/// Every benchmark time comes from lab04::measure() or lab04::measure_pair(), the exercise; the parallel kernel is
-/// lab04::launch_sum_squares_reduction, the GPU exercise.
+/// interleaving_resists_a_changing_load, first_call_slower_than_median, gpu_unsynced_time_is_misleading,
+/// gpu_bf16_vs_fp32, gpu_parallel_kernel_vs_serial and gpu_kernel_matches_cpu (the gpu_ ones not_applicable without a
+/// GPU). Every benchmark time comes from lab04::measure() or lab04::measure_pair(), the exercise; the parallel kernel
+/// is lab04::launch_sum_squares_reduction, the GPU exercise.
 void run(const Config& config, const c10::Device& device, speedlabs::Report& report);
 
 }  // namespace lab04

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
                        [&](lab04::Config& config) { config.timing.warmup = warmup; });
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        lab04::Config config = flags.apply(context.flags.quick ? lab04::quick_config() : lab04::Config{});
+        lab04::Config config = flags.configure(context, lab04::quick_config);
         config.cpu_only = context.flags.device == "cpu";
         lab04::run(config, context.device, report);
       });

@@ -1,9 +1,9 @@
 /// @file labs/04_measure/reduction.h
 /// @brief Lab 04's GPU exercise: the sum of squares as a parallel reduction (a CUDA kernel).
 ///
-/// Built only where nvcc is found (SPEEDLABS_HAVE_CUDA_KERNELS). The stub is
-/// labs/04_measure/reduction.cu, the reference solutions/04_measure/reduction.cu. This header needs no
-/// CUDA headers.
+/// Built only where nvcc is found (the lab's CUDA_KERNEL in cmake/SpeedLab.cmake); everything that links it
+/// then sees SPEEDLABS_LAB04_CUDA_KERNEL. The stub is labs/04_measure/reduction.cu, the reference
+/// solutions/04_measure/reduction.cu. This header needs no CUDA headers.
 #pragma once
 #include <cstdint>
 

@@ -18,12 +18,13 @@
 #include "common/sequential.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
+#include "datasets/token_cache.h"
 #include "training.h"
 
 namespace lab05 {
 
-using speedlabs::Precision;
 using speedlabs::fixed;
+using speedlabs::Precision;
 namespace gpt = speedlabs::gpt;
 
 Config quick_config() {
@@ -55,7 +56,7 @@ constexpr double kLnVocabTolerance = 0.3;
 constexpr double kMinLossDrop = 0.5;
 
 std::string megabytes(std::optional<int64_t> bytes) {
-  return bytes ? fixed(static_cast<double>(*bytes) / (1 << 20), 1) + " MiB" : "n/a";
+  return bytes ? fixed(speedlabs::to_mib(static_cast<double>(*bytes)), 1) + " MiB" : "n/a";
 }
 
 // Why a mode cannot run here, or "" when it can.
@@ -71,8 +72,9 @@ std::string why_not_runnable(Precision mode, const c10::Device& device) {
 
 // What the table and the observations say about TF32 where it has no effect.
 std::string tf32_note(const c10::Device& device) {
-  return device.is_cuda() ? "" : "TF32 is a math mode of NVIDIA tensor cores; on " + device.str() +
-                                     " the 'high' float32 matmul precision changes nothing";
+  return device.is_cuda() ? ""
+                          : "TF32 is a math mode of NVIDIA tensor cores; on " + device.str() +
+                                " the 'high' float32 matmul precision changes nothing";
 }
 
 const ModeResult* find(const std::vector<ModeResult>& results, Precision mode) {
@@ -144,24 +146,23 @@ void print_comparison(const std::vector<ModeResult>& results, const std::map<Pre
   }
   for (const auto& [mode, reason] : skipped) {
     std::cout << "  " << std::left << std::setw(6) << speedlabs::to_string(mode) << std::right << std::setw(49)
-              << "not run" << "  " << reason << "\n";
+              << "not run"
+              << "  " << reason << "\n";
   }
   std::cout << "  (tokens/s from the median step after " << warmup_steps(config.steps)
-            << " warm-up step(s); max|dloss| over the logged steps" << (device.is_cpu() ? "; the CPU allocator keeps no peak-memory statistics" : "") << ")\n";
+            << " warm-up step(s); max|dloss| over the logged steps"
+            << (device.is_cpu() ? "; the CPU allocator keeps no peak-memory statistics" : "") << ")\n";
 }
 
-void record_observations(const std::vector<ModeResult>& results, const std::map<Precision, std::string>& skipped,
-                         const Config& config, const c10::Device& device, speedlabs::Report& report) {
-  if (results.empty()) return;
-  const ModeResult& first = results.front();
-  const ModeResult* fp32 = find(results, Precision::fp32);
-  const ModeResult& baseline = fp32 ? *fp32 : first;
+// initial_loss_near_ln_vocab and loss_decreases: where training starts, and that it learns.
+void record_losses(const std::vector<ModeResult>& results, const ModeResult& baseline, const Config& config,
+                   speedlabs::Report& report) {
   const double ln_vocab = std::log(static_cast<double>(gpt::GPTConfig::by_name(config.model).vocab_size));
-
   const double initial = baseline.steps.front().loss;
   report.check("initial_loss_near_ln_vocab",
                "before training the model guesses almost uniformly over the 50,257 tokens, so the step-0 loss "
-               "(" + speedlabs::to_string(baseline.mode) + ") is close to ln(50257)",
+               "(" +
+                   speedlabs::to_string(baseline.mode) + ") is close to ln(50257)",
                initial, "|loss - " + fixed(ln_vocab, 3) + "| <= " + fixed(kLnVocabTolerance, 1),
                std::abs(initial - ln_vocab) <= kLnVocabTolerance);
 
@@ -174,7 +175,11 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
   }
   report.check("loss_decreases", "training lowers the loss in every mode (mean of the last 10% of steps vs step 0)",
                drops, "drop >= " + fixed(kMinLossDrop, 1) + " nat in every mode", all_drop);
+}
 
+// modes_track_fp32 and weights_stay_fp32: lower precision changes the arithmetic, not the run.
+void record_precision_effects(const std::vector<ModeResult>& results, const Config& config, speedlabs::Report& report) {
+  const ModeResult* fp32 = find(results, Precision::fp32);
   if (fp32 && results.size() > 1) {
     nlohmann::json gaps;
     bool all_track = true;
@@ -205,92 +210,119 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
                "autocast changes the dtype of the step's arithmetic, not of the weights: every parameter is "
                "still float32 after training in every mode",
                dtypes, "only Float", all_float);
+}
 
-  // Each mode's rate carries its steps' spread (the rate of every timed step: median and quartiles) and the
-  // machine's reading over the training (all modes train side by side, so one reading).
+// tokens_per_s_<mode>: each mode's rate carries its steps' spread (the rate of every timed step: median and
+// quartiles) and the machine's reading over the training (all modes train side by side, so one reading).
+void record_rates(const std::vector<ModeResult>& results, const std::map<Precision, std::string>& skipped,
+                  const Config& config, speedlabs::Report& report) {
   const double tokens_per_step = static_cast<double>(config.batch * config.seq);
   for (const auto& r : results) {
     speedlabs::Evidence evidence;
     evidence.value = speedlabs::rate_of(timed_steps(r, config), tokens_per_step);
     evidence.contention = r.contention;
     evidence.bounds = {speedlabs::positive_finite("tokens/s", r.tokens_per_s)};
-    report.decide("tokens_per_s_" + speedlabs::to_string(r.mode),
-                  "training throughput in " + speedlabs::to_string(r.mode) + " (B*T / median step time)",
-                  r.tokens_per_s, "> 0, reported", evidence,
-                  [](double rate) { return std::isfinite(rate) && rate > 0; }, false);
+    report.decide(
+        "tokens_per_s_" + speedlabs::to_string(r.mode),
+        "training throughput in " + speedlabs::to_string(r.mode) + " (B*T / median step time)", r.tokens_per_s,
+        "> 0, reported", evidence, [](double rate) { return std::isfinite(rate) && rate > 0; }, false);
   }
   for (const auto& [mode, reason] : skipped) {
     report.not_applicable("tokens_per_s_" + speedlabs::to_string(mode),
                           "training throughput in " + speedlabs::to_string(mode), "> 0, reported", reason, false);
   }
+}
 
+// tf32_faster_than_fp32 and tf32_differs_slightly_from_fp32: decided on a GPU with both modes, else said why not.
+void record_tf32(const std::vector<ModeResult>& results, const Config& config, const c10::Device& device,
+                 speedlabs::Report& report) {
+  const ModeResult* fp32 = find(results, Precision::fp32);
   const ModeResult* tf32 = find(results, Precision::tf32);
   const std::string faster_claim = "TF32 tensor cores make the float32 matmuls faster (the chapter: ~1.5x on an A100)";
   const std::string differs_claim =
       "TF32 rounds matmul inputs to 10 mantissa bits, so its losses differ from fp32's, but only slightly";
   const std::string differs_expected = "0 < max |loss - fp32 loss| <= " + fixed(kTrackTolerance, 2);
   if (!device.is_cuda()) {
-    const std::string gap = (fp32 && tf32) ? " (measured max |dloss| = " + fixed(max_loss_gap(*tf32, *fp32, config), 6) + ")" : "";
+    const std::string gap =
+        (fp32 && tf32) ? " (measured max |dloss| = " + fixed(max_loss_gap(*tf32, *fp32, config), 6) + ")" : "";
     report.not_applicable("tf32_faster_than_fp32", faster_claim, "tf32 tokens/s > fp32 tokens/s", tf32_note(device));
     report.not_applicable("tf32_differs_slightly_from_fp32", differs_claim, differs_expected, tf32_note(device) + gap);
-  } else if (!fp32 || !tf32) {
+    return;
+  }
+  if (!fp32 || !tf32) {
     const std::string reason = "needs fp32 and tf32: run with --precision all";
     report.not_applicable("tf32_faster_than_fp32", faster_claim, "tf32 tokens/s > fp32 tokens/s", reason);
     report.not_applicable("tf32_differs_slightly_from_fp32", differs_claim, differs_expected, reason);
-  } else {
-    // Interleaved: the modes train round-robin, step by step, so fp32's step s and tf32's step s ran one
-    // right after the other; the ratio is taken within each such pair (fp32's time over tf32's: tf32's
-    // speed-up) and summarised over the timed steps, under the reading of the whole run.
-    const speedlabs::Summary ratios = paired_step_ratios(*fp32, *tf32, config);
-    const double speedup = ratios.median;
-    speedlabs::Evidence evidence;
-    evidence.value = ratios;
-    evidence.contention = fp32->contention;
-    evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s within a step (median)", speedup)};
-    // The tiny model's matmuls are too small for tensor cores to matter, so there it is only reported.
-    report.decide("tf32_faster_than_fp32", faster_claim, speedup, "tf32 / fp32 tokens/s > 1", evidence,
-                  [](double s) { return s > 1.0; }, config.model == "gpt2");
-    const double gap = max_loss_gap(*tf32, *fp32, config);
-    report.check("tf32_differs_slightly_from_fp32", differs_claim, gap, differs_expected,
-                 gap > 0 && gap <= kTrackTolerance);
+    return;
   }
+  // Interleaved: the modes train round-robin, step by step, so fp32's step s and tf32's step s ran one
+  // right after the other; the ratio is taken within each such pair (fp32's time over tf32's: tf32's
+  // speed-up) and summarised over the timed steps, under the reading of the whole run.
+  const speedlabs::Summary ratios = paired_step_ratios(*fp32, *tf32, config);
+  const double speedup = ratios.median;
+  speedlabs::Evidence evidence;
+  evidence.value = ratios;
+  evidence.contention = fp32->contention;
+  evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s within a step (median)", speedup)};
+  // The tiny model's matmuls are too small for tensor cores to matter, so there it is only reported.
+  report.decide(
+      "tf32_faster_than_fp32", faster_claim, speedup, "tf32 / fp32 tokens/s > 1", evidence,
+      [](double s) { return s > 1.0; }, config.model == "gpt2");
+  const double gap = max_loss_gap(*tf32, *fp32, config);
+  report.check("tf32_differs_slightly_from_fp32", differs_claim, gap, differs_expected,
+               gap > 0 && gap <= kTrackTolerance);
 }
 
-}  // namespace
+void record_observations(const std::vector<ModeResult>& results, const std::map<Precision, std::string>& skipped,
+                         const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  if (results.empty()) return;
+  const ModeResult* fp32 = find(results, Precision::fp32);
+  record_losses(results, fp32 ? *fp32 : results.front(), config, report);
+  record_precision_effects(results, config, report);
+  record_rates(results, skipped, config, report);
+  record_tf32(results, config, device, report);
+}
 
-std::vector<ModeResult> run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
-  const gpt::GPTConfig model_config = gpt::GPTConfig::by_name(config.model);
-  if (config.seq > model_config.block_size) {
-    throw speedlabs::UsageError("--seq " + std::to_string(config.seq) + " is longer than the " + config.model +
-                                " model's block size " + std::to_string(model_config.block_size));
-  }
+// Every size and output is checked before any work: a bad one is a usage error now, not after the training.
+void check_before_running(const Config& config, const gpt::GPTConfig& model_config, const c10::Device& device) {
+  model_config.require_sequence_fits(config.seq, "--seq " + std::to_string(config.seq));
   if (config.steps < 1 || config.batch < 1 || config.seq < 1 || config.log_every < 1) {
     throw speedlabs::UsageError("steps, batch, seq and log_every must be at least 1");
   }
-  // Every output is checked before any work: a bad path is a usage error now, not after the training.
+  if (speedlabs::is_stream_path(config.csv_path)) {
+    // Standard output carries the run's log (and --json -): the steps would be mixed into it.
+    throw speedlabs::UsageError("--csv needs a file path: standard output ('" + config.csv_path +
+                                "') carries the run's log");
+  }
   if (!config.csv_path.empty()) speedlabs::require_writable(config.csv_path);
   if (!config.plots_dir.empty()) speedlabs::require_output_folder(config.plots_dir);
+  require_memory_fits(config, device);
+}
 
-  const auto tokens = datasets::load_shakespeare_tokens(datasets::resolve_data_dir(config.data_dir)).ids;
+// tokens_loaded and batches_per_epoch: the dataset the chapter trains on, cut into its batches.
+std::vector<int32_t> load_tokens(const Config& config, speedlabs::Report& report) {
+  auto tokens = datasets::load_shakespeare_tokens(datasets::resolve_data_dir(config.data_dir)).ids;
   const datasets::DataLoaderLite probe(tokens, config.batch, config.seq);
   std::cout << "loaded " << tokens.size() << " tokens\n1 epoch = " << probe.batches_per_epoch() << " batches\n";
   report.check("tokens_loaded", "tiny shakespeare is 338,025 GPT-2 tokens (the chapter's 'loaded 338025 tokens')",
                static_cast<int64_t>(tokens.size()), std::to_string(kShakespeareTokens),
                static_cast<int64_t>(tokens.size()) == kShakespeareTokens);
   const int64_t expected_batches = (kShakespeareTokens - 1) / (config.batch * config.seq);
-  report.check("batches_per_epoch",
-               "one epoch is (tokens - 1) // (B*T) batches: 660 at the chapter's B=4, T=128",
-               probe.batches_per_epoch(), std::to_string(expected_batches) + " at B=" + std::to_string(config.batch) +
-               ", T=" + std::to_string(config.seq), probe.batches_per_epoch() == expected_batches);
+  report.check(
+      "batches_per_epoch", "one epoch is (tokens - 1) // (B*T) batches: 660 at the chapter's B=4, T=128",
+      probe.batches_per_epoch(),
+      std::to_string(expected_batches) + " at B=" + std::to_string(config.batch) + ", T=" + std::to_string(config.seq),
+      probe.batches_per_epoch() == expected_batches);
+  return tokens;
+}
 
+// The run's setup, then the modes this device can run; the others go into @p skipped with the reason,
+// said as they are found.
+std::vector<Precision> runnable_modes(const Config& config, const c10::Device& device,
+                                      std::map<Precision, std::string>& skipped) {
   std::cout << config.model << " model, B=" << config.batch << ", T=" << config.seq << ", " << config.steps
             << " steps, AdamW lr " << config.lr << ", seed " << config.seed << ", explicit attention (exercise)\n";
-  speedlabs::ProgressBar bar(config.progress_bar, config.steps);
-  speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between two steps, with the CSV whole
-  CsvLog csv(config.csv_path);
-  const TrainingRun run{config, device, model_config, tokens, csv, bar};
   std::vector<Precision> runnable;
-  std::map<Precision, std::string> skipped;
   for (Precision mode : config.modes) {
     const std::string reason = why_not_runnable(mode, device);
     if (!reason.empty()) {
@@ -300,26 +332,48 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
     }
     runnable.push_back(mode);
   }
-  std::vector<ModeResult> results;
-  if (!runnable.empty()) {
-    // The modes train side by side, step by step, so they share one window of the machine and its reading.
-    const speedlabs::ContentionProbe probe;
-    results = train_modes(run, runnable);
-    const speedlabs::Contention contention = probe.read();
-    for (auto& r : results) r.contention = contention;
-  }
-  if (results.empty()) throw speedlabs::RuntimeFailure("no precision mode can run on " + device.str());
+  return runnable;
+}
 
+// Trains the runnable modes side by side, step by step, so they share one window of the machine and its reading.
+std::vector<ModeResult> train_side_by_side(const Config& config, const c10::Device& device,
+                                           const gpt::GPTConfig& model_config, const std::vector<int32_t>& tokens,
+                                           const std::vector<Precision>& runnable) {
+  speedlabs::ProgressBar bar(config.progress_bar, config.steps);
+  speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between two steps, with the CSV whole
+  speedlabs::CsvLog csv(config.csv_path, "mode,step,loss,ms,tokens_per_s");
+  if (runnable.empty()) return {};
+  const speedlabs::ContentionProbe probe;
+  std::vector<ModeResult> results = train_modes({config, device, model_config, tokens, csv, bar}, runnable);
+  const speedlabs::Contention contention = probe.read();
+  for (auto& r : results) r.contention = contention;
+  return results;
+}
+
+// Where the run's files went: the CSV (written step by step) and the plots.
+void report_outputs(const std::vector<ModeResult>& results, const Config& config, const c10::Device& device) {
+  if (!config.csv_path.empty()) std::cout << "every step written to " << config.csv_path << "\n";
+  if (config.plots_dir.empty()) return;
+  const std::string title = config.model + ", B=" + std::to_string(config.batch) + ", T=" + std::to_string(config.seq) +
+                            ", " + speedlabs::describe(device);
+  if (write_plots(results, config.plots_dir, title)) {
+    std::cout << "plots written to " << config.plots_dir << "/lab05_loss.svg and lab05_tokens_per_s.svg\n";
+  }
+}
+
+}  // namespace
+
+std::vector<ModeResult> run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  const gpt::GPTConfig model_config = gpt::GPTConfig::by_name(config.model);
+  check_before_running(config, model_config, device);
+  const std::vector<int32_t> tokens = load_tokens(config, report);
+  std::map<Precision, std::string> skipped;
+  const std::vector<Precision> runnable = runnable_modes(config, device, skipped);
+  const std::vector<ModeResult> results = train_side_by_side(config, device, model_config, tokens, runnable);
+  if (results.empty()) throw speedlabs::RuntimeFailure("no precision mode can run on " + device.str());
   print_comparison(results, skipped, device, config);
   record_observations(results, skipped, config, device, report);
-  if (!config.csv_path.empty()) std::cout << "every step written to " << config.csv_path << "\n";
-  if (!config.plots_dir.empty()) {
-    const std::string title = config.model + ", B=" + std::to_string(config.batch) + ", T=" +
-                              std::to_string(config.seq) + ", " + speedlabs::describe(device);
-    if (write_plots(results, config.plots_dir, title)) {
-      std::cout << "plots written to " << config.plots_dir << "/lab05_loss.svg and lab05_tokens_per_s.svg\n";
-    }
-  }
+  report_outputs(results, config, device);
   return results;
 }
 

@@ -26,11 +26,12 @@ struct Config {
   double lr = 1e-3;            ///< AdamW learning rate
   uint64_t seed = 42;          ///< torch seed for the initial weights (the same in every mode)
   int log_every = 10;          ///< print a line every this many steps (and at the last step)
-  std::vector<speedlabs::Precision> modes{speedlabs::Precision::fp32};  ///< modes to train, side by side (round-robin, step by step)
-  std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
-  std::string csv_path;        ///< every step's loss and time as CSV ("" = none)
-  std::string plots_dir;       ///< loss curves and tokens/s chart as SVG ("" = none)
-  bool progress_bar = true;    ///< a progress bar on stderr, only when stderr is a terminal
+  std::vector<speedlabs::Precision> modes{
+      speedlabs::Precision::fp32};  ///< modes to train, side by side (round-robin, step by step)
+  std::string data_dir;             ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
+  std::string csv_path;             ///< every step's loss and time as CSV ("" = none)
+  std::string plots_dir;            ///< loss curves and tokens/s chart as SVG ("" = none)
+  bool progress_bar = true;         ///< a progress bar on stderr, only when stderr is a terminal
 };
 
 /// --quick: the tiny model, T=32, 15 steps, every mode (seconds per mode on a CPU; fp16 is the slowest there).
@@ -48,13 +49,13 @@ struct StepRecord {
 struct ModeResult {
   speedlabs::Precision mode = speedlabs::Precision::fp32;  ///< the mode
   std::vector<StepRecord> steps;                           ///< every step, in order
-  double median_ms = 0;                   ///< median step time after the warm-up steps
-  double tokens_per_s = 0;                ///< B*T / median step time
-  std::optional<int64_t> peak_bytes;      ///< peak device memory allocated (nullopt on the CPU)
-  std::vector<std::string> weight_dtypes; ///< distinct parameter dtypes after training
-  int nonfinite_fp16_steps = 0;           ///< fp16 steps whose loss overflowed (the scaler skips them)
-  double final_loss_scale = 1;            ///< the GradScaler's scale at the end (fp16; 1 otherwise)
-  speedlabs::Contention contention;       ///< how busy the machine was while the modes trained (one window)
+  double median_ms = 0;                                    ///< median step time after the warm-up steps
+  double tokens_per_s = 0;                                 ///< B*T / median step time
+  std::optional<int64_t> peak_bytes;                       ///< peak device memory allocated (nullopt on the CPU)
+  std::vector<std::string> weight_dtypes;                  ///< distinct parameter dtypes after training
+  int nonfinite_fp16_steps = 0;                            ///< fp16 steps whose loss overflowed (the scaler skips them)
+  double final_loss_scale = 1;                             ///< the GradScaler's scale at the end (fp16; 1 otherwise)
+  speedlabs::Contention contention;  ///< how busy the machine was while the modes trained (one window)
 };
 
 /// Steps excluded from the speed statistics: the first 10%, at least one (allocation, kernel selection).
@@ -66,6 +67,9 @@ int warmup_steps(int steps);
 /// logged steps and the comparison table, writes the CSV and plots, and records the observations
 /// tokens_loaded, batches_per_epoch, initial_loss_near_ln_vocab, loss_decreases, modes_track_fp32,
 /// weights_stay_fp32, tokens_per_s_<mode>, tf32_faster_than_fp32 and tf32_differs_slightly_from_fp32.
+/// Throws speedlabs::UsageError before any work for a bad size or output path (--csv - among them: standard
+/// output carries the run's log), for a run whose memory estimate is above all the device's memory
+/// (require_memory_fits in training.h), and when another run is writing the same --csv file.
 /// Throws speedlabs::RuntimeFailure when a loss is NaN or inf in fp32/tf32/bf16 (naming the step),
 /// when the data is missing, or when Ctrl-C stops the run (the CSV keeps the steps done).
 /// @param config the run

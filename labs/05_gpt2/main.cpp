@@ -11,15 +11,15 @@ int main(int argc, char** argv) {
   return speedlabs::run_lab(
       argc, argv, {"05", "05_gpt2", "GPT-2 on tiny shakespeare in fp32, tf32, bf16 and fp16: speed and loss"},
       [&](CLI::App& app) {
-        flags.on_given(app.add_option("--precision", precision, "fp32, tf32, bf16, fp16, or all (side by side, step by step)")
-                           ->check(CLI::IsMember(precision_choices))
-                           ->capture_default_str(),
-                       [&](lab05::Config& config) {
-                         config.modes = precision == "all" ? speedlabs::all_precisions()
-                                                           : std::vector{speedlabs::parse_precision(precision)};
-                       });
-        flags.option(app, "--config", &lab05::Config::model, "model size: gpt2 (124M) or tiny (CPU-friendly)")
-            ->check(CLI::IsMember({"gpt2", "tiny"}));
+        flags.on_given(
+            app.add_option("--precision", precision, "fp32, tf32, bf16, fp16, or all (side by side, step by step)")
+                ->check(CLI::IsMember(precision_choices))
+                ->capture_default_str(),
+            [&](lab05::Config& config) {
+              config.modes =
+                  precision == "all" ? speedlabs::all_precisions() : std::vector{speedlabs::parse_precision(precision)};
+            });
+        flags.model_option(app, &lab05::Config::model);
         flags.int_option(app, "--steps", &lab05::Config::steps, "training steps per mode");
         flags.int_option(app, "--batch", &lab05::Config::batch, "B, sequences per batch");
         flags.int_option(app, "--seq", &lab05::Config::seq, "T, tokens per sequence (at most the model's block size)");
@@ -27,10 +27,9 @@ int main(int argc, char** argv) {
         flags.option(app, "--csv", &lab05::Config::csv_path, "write every step's loss and time to this CSV file");
         flags.option(app, "--plots", &lab05::Config::plots_dir,
                      "write lab05_loss.svg and lab05_tokens_per_s.svg here (gnuplot)");
-        flags.option(app, "--data-dir", &lab05::Config::data_dir,
-                     "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
+        flags.data_dir_option(app, &lab05::Config::data_dir);
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        lab05::run(flags.apply(context.flags.quick ? lab05::quick_config() : lab05::Config{}), context.device, report);
+        lab05::run(flags.configure(context, lab05::quick_config), context.device, report);
       });
 }

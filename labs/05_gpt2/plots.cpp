@@ -40,8 +40,8 @@ bool write_plots(const std::vector<ModeResult>& results, const std::string& dire
          << "plot $speed using 0:2:xtic(1) with boxes, '' using 0:2:(sprintf('%.0f', $2)) with labels offset 0,1\n"
          << "unset output\n";
   std::string failure;
-  const auto written = speedlabs::write_svgs(script.str(), directory, {"lab05_loss", "lab05_tokens_per_s"}, {title},
-                                             failure);
+  const auto written =
+      speedlabs::write_svgs(script.str(), directory, {"lab05_loss", "lab05_tokens_per_s"}, {title}, failure);
   if (written.empty()) std::cerr << "lab05: no plots: " << failure << "\n";
   return !written.empty();
 }

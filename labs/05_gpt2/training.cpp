@@ -1,12 +1,7 @@
 #include "training.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -14,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/errors.h"
 #include "common/format.h"
 #include "common/memory.h"
 #include "common/process.h"
@@ -23,8 +19,8 @@
 
 namespace lab05 {
 
-using speedlabs::Precision;
 using speedlabs::fixed;
+using speedlabs::Precision;
 namespace gpt = speedlabs::gpt;
 
 namespace {
@@ -36,34 +32,35 @@ constexpr int kMaxNonfiniteInARow = 8;
 
 }  // namespace
 
-CsvLog::CsvLog(std::string path) : path_(std::move(path)) {
-  if (path_.empty()) return;
-  const std::string temporary = path_ + ".tmp." + std::to_string(::getpid());
-  fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw speedlabs::RuntimeFailure("cannot write '" + temporary + "': " + std::strerror(errno));
-  add("mode,step,loss,ms,tokens_per_s");
-  if (std::rename(temporary.c_str(), path_.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw speedlabs::RuntimeFailure("cannot write '" + path_ + "': " + reason);
-  }
+MemoryEstimate estimate_memory(const Config& config) {
+  const gpt::GPTConfig m = gpt::GPTConfig::by_name(config.model);
+  const double C = static_cast<double>(m.n_embd), B = static_cast<double>(config.batch),
+               T = static_cast<double>(config.seq), V = static_cast<double>(m.vocab_size);
+  // Token and position embeddings (the head is tied to the first), 12 C^2 + 13 C per block, the last layer norm.
+  const double parameters =
+      (V + static_cast<double>(m.block_size)) * C + static_cast<double>(m.n_layer) * (12 * C * C + 13 * C) + 2 * C;
+  const bool all_16_bit = std::all_of(config.modes.begin(), config.modes.end(),
+                                      [](Precision p) { return p == Precision::bf16 || p == Precision::fp16; });
+  MemoryEstimate estimate;
+  estimate.training_state = (12.0 * static_cast<double>(config.modes.size()) + 4) * parameters;
+  estimate.activations =
+      static_cast<double>(m.n_layer) * B * T * (16 * C + 2 * static_cast<double>(m.n_head) * T) * (all_16_bit ? 2 : 4);
+  estimate.logits = 2 * B * T * V * 4;
+  return estimate;
 }
 
-CsvLog::~CsvLog() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void CsvLog::add(const std::string& line) {
-  if (fd_ < 0) return;
-  const std::string bytes = line + "\n";
-  errno = 0;
-  if (::write(fd_, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
-    const std::string reason = errno != 0 ? std::strerror(errno) : "a short write";
-    const bool cut = ::ftruncate(fd_, size_) == 0;  // a partial line off: the file ends with a whole step
-    throw speedlabs::RuntimeFailure("writing the --csv file '" + path_ + "' failed (" + reason + "); " +
-                                    (cut ? "it keeps the steps before" : "its last line may be partial"));
-  }
-  size_ += static_cast<off_t>(bytes.size());
+void require_memory_fits(const Config& config, const c10::Device& device) {
+  const auto total = speedlabs::total_memory_bytes(device);
+  const MemoryEstimate need = estimate_memory(config);
+  if (!total || need.total() <= static_cast<double>(*total)) return;
+  using speedlabs::format_bytes;
+  throw speedlabs::UsageError(
+      "--config " + config.model + " --batch " + std::to_string(config.batch) + " --seq " + std::to_string(config.seq) +
+      " with " + std::to_string(config.modes.size()) + " mode(s) needs at least " + format_bytes(need.total()) +
+      " (weights, gradients and AdamW state " + format_bytes(need.training_state) + ", one step's activations " +
+      format_bytes(need.activations) + ", logits " + format_bytes(need.logits) + "), more than all the " +
+      format_bytes(static_cast<double>(*total)) + " of " +
+      (device.is_cpu() ? "host memory" : device.str() + " memory") + " here: try a smaller --batch or --seq");
 }
 
 bool logged(int step, const Config& config) { return step % config.log_every == 0 || step == config.steps - 1; }
@@ -111,8 +108,8 @@ void train_step_of(const TrainingRun& run, ModeState& m, int step, double tokens
   const double ms = speedlabs::time_once_ms(
       [&] {
         const auto batch = m.loader.next_batch();
-        loss = train_step(m.model, m.optimizer, batch.x.to(run.device), batch.y.to(run.device), m.result.mode,
-                          &m.scaler);
+        loss =
+            train_step(m.model, m.optimizer, batch.x.to(run.device), batch.y.to(run.device), m.result.mode, &m.scaler);
       },
       run.device);
   if (before) {
@@ -130,16 +127,16 @@ void train_step_of(const TrainingRun& run, ModeState& m, int step, double tokens
   run.csv.add(line.str());  // after every step: a killed or interrupted run keeps every finished step
   if (!std::isfinite(value)) {
     if (m.result.mode != Precision::fp16) {
-      throw speedlabs::RuntimeFailure("the loss is " + std::string(std::isnan(value) ? "NaN" : "inf") +
-                                      " at step " + std::to_string(step) + " in " + m.name +
+      throw speedlabs::RuntimeFailure("the loss is " + std::string(std::isnan(value) ? "NaN" : "inf") + " at step " +
+                                      std::to_string(step) + " in " + m.name +
                                       ": training diverged; try a smaller --lr");
     }
     ++m.result.nonfinite_fp16_steps;  // float16 overflow: the scaler skips this step and lowers the scale
     if (++m.nonfinite_in_a_row == kMaxNonfiniteInARow) {
-      throw speedlabs::RuntimeFailure(
-          "the fp16 loss is NaN or inf at " + std::to_string(kMaxNonfiniteInARow) + " steps in a row (to step " +
-          std::to_string(step) + "): the forward pass overflows float16, which loss scaling cannot fix; "
-          "try a smaller --lr, or bf16");
+      throw speedlabs::RuntimeFailure("the fp16 loss is NaN or inf at " + std::to_string(kMaxNonfiniteInARow) +
+                                      " steps in a row (to step " + std::to_string(step) +
+                                      "): the forward pass overflows float16, which loss scaling cannot fix; "
+                                      "try a smaller --lr, or bf16");
     }
   } else {
     m.nonfinite_in_a_row = 0;
@@ -147,8 +144,8 @@ void train_step_of(const TrainingRun& run, ModeState& m, int step, double tokens
   if (logged(step, config)) {
     run.bar.clear();
     std::cout << "  " << std::left << std::setw(5) << m.name << std::right << "step " << std::setw(4) << step
-              << " | loss " << fixed(value, 6) << " | " << std::setw(9) << fixed(ms, 2) << " ms/step | "
-              << std::setw(9) << fixed(record.tokens_per_s, 0) << " tokens/s" << std::endl;
+              << " | loss " << fixed(value, 6) << " | " << std::setw(9) << fixed(ms, 2) << " ms/step | " << std::setw(9)
+              << fixed(record.tokens_per_s, 0) << " tokens/s" << std::endl;
   }
 }
 

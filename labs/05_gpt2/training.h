@@ -2,38 +2,39 @@
 /// @brief Lab 05's training loop: every precision mode trained side by side, step by step (round-robin),
 /// logged, timed, interruptible.
 #pragma once
-#include <sys/types.h>
-
 #include <string>
 #include <vector>
 
+#include "common/files.h"
 #include "common/gpt.h"
 #include "common/progress.h"
 #include "experiment.h"
 
 namespace lab05 {
 
-/// Every step's loss and time as CSV. The file is made under a temporary name of this run, with its header,
-/// and renamed into place at once; each step then appends its line in one checked write. So the file at
-/// the path always holds one run's finished steps: a second run given the same path renames its own file
-/// over it (the first one goes on writing to a file no name points to), so rows never splice; a line is
-/// never half there; and a failed write (a full disk) stops the run with speedlabs::RuntimeFailure (exit 3)
-/// with the file cut back to the steps before. One write per step, whatever the run's length.
-class CsvLog {
- public:
-  /// @param path  the CSV file ("" = no CSV: add() does nothing); throws RuntimeFailure when it cannot be made
-  explicit CsvLog(std::string path);
-  ~CsvLog();
-  CsvLog(const CsvLog&) = delete;
-  CsvLog& operator=(const CsvLog&) = delete;
-  /// Appends one line (without its newline).
-  void add(const std::string& line);
-
- private:
-  std::string path_;
-  int fd_ = -1;      // the file this run writes, wherever its name now is
-  off_t size_ = 0;   // bytes of whole lines written so far
+/// The memory a run needs at once, from its sizes alone (before anything is allocated): a lower estimate,
+/// every term counting only what must be there, so a run it refuses cannot fit.
+struct MemoryEstimate {
+  /// (12 x modes + 4) x parameters bytes: every mode keeps its float32 weights and AdamW's two moments
+  /// between its steps; the mode that steps adds its float32 gradients.
+  double training_state = 0;
+  /// n_layer x B x T x (16 x n_embd + 2 x n_head x T) values: what each block keeps for the backward pass
+  /// (layer norms, q, k, v, the attention's output, the MLP's 4 x n_embd hidden and its GELU) and the
+  /// attention scores with their softmax; 4 bytes a value (2 when every mode computes in 16 bits).
+  double activations = 0;
+  /// 2 x B x T x vocab x 4 bytes: the cross-entropy's log-softmax and its gradient, float32 under autocast too.
+  double logits = 0;
+  /// The sum.
+  double total() const { return training_state + activations + logits; }
 };
+
+/// The estimate of a run of @p config (doubles: a huge --batch cannot overflow it).
+MemoryEstimate estimate_memory(const Config& config);
+
+/// Throws speedlabs::UsageError (exit 2), showing the estimate and the memory @p device has, when the
+/// estimate is above all of it: a run that cannot fit is refused before it starts, not killed by the
+/// kernel tens of gigabytes later. Does nothing where the device's memory cannot be read.
+void require_memory_fits(const Config& config, const c10::Device& device);
 
 /// What every mode's loop shares.
 struct TrainingRun {
@@ -41,7 +42,7 @@ struct TrainingRun {
   const c10::Device& device;                     ///< where to train
   const speedlabs::gpt::GPTConfig model_config;  ///< the model's shape
   const std::vector<int32_t>& tokens;            ///< the dataset
-  CsvLog& csv;                                   ///< every step's line
+  speedlabs::CsvLog& csv;                        ///< every step's line
   speedlabs::ProgressBar& bar;                   ///< the progress bar (stderr, a terminal only)
 };
 

@@ -7,6 +7,7 @@
 #include "common/process.h"
 #include "common/timer.h"
 #include "labs/05_gpt2/exercise.h"
+#include "optimizers.h"
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA
 #include <ATen/cuda/CUDAGraph.h>
@@ -37,7 +38,7 @@ RungResult RungRunner::cuda_graph(const Shape& shape) const {
   }
   speedlabs::reset_peak_memory(device);
   auto model = build_model(Rung::cuda_graph);
-  FusedAdamW optimizer(model->parameters(), config.lr);
+  FusedAdamW optimizer(model->parameters(), lr);
   auto losses = torch::zeros({total_steps()}, torch::TensorOptions().device(device));
 
   // 1. A side stream: a graph is never captured on the legacy default stream. The timer's events go on
@@ -59,7 +60,12 @@ RungResult RungRunner::cuda_graph(const Shape& shape) const {
   try {
     // 3. Warm-up: eager steps.
     for (int i = 0; i < kGraphEagerSteps; ++i) {
-      times.push_back(speedlabs::time_once_ms([&] { load_batch(i); losses[i].copy_(step()); }, device));
+      times.push_back(speedlabs::time_once_ms(
+          [&] {
+            load_batch(i);
+            losses[i].copy_(step());
+          },
+          device));
     }
     // 4. Capture, timed with the first replay: every kernel of forward, backward and the fused AdamW step,
     //    with the addresses it touches, is recorded (not run) as one graph.
@@ -74,7 +80,13 @@ RungResult RungRunner::cuda_graph(const Shape& shape) const {
     // 5. Replays: one launch per training step.
     for (int i = kGraphEagerSteps + 1; i < total_steps(); ++i) {
       speedlabs::stop_if_asked("during the " + result.name + " rung");
-      times.push_back(speedlabs::time_once_ms([&] { load_batch(i); graph.replay(); losses[i].copy_(static_loss); }, device));
+      times.push_back(speedlabs::time_once_ms(
+          [&] {
+            load_batch(i);
+            graph.replay();
+            losses[i].copy_(static_loss);
+          },
+          device));
     }
   } catch (const c10::Error& error) {
     result.reason = std::string("the capture or replay failed: ") + error.what_without_backtrace();

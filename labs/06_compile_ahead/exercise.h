@@ -19,10 +19,10 @@ namespace lab06 {
 
 /// AdamW's constants (PyTorch's defaults, the chapter's optimizer).
 struct AdamWHyperparameters {
-  double beta1 = 0.9;           ///< decay of the running mean of the gradients
-  double beta2 = 0.999;         ///< decay of the running mean of the squared gradients
-  double eps = 1e-8;            ///< added to the root of the second moment
-  double weight_decay = 0.01;   ///< decoupled weight decay, scaled by the learning rate
+  double beta1 = 0.9;          ///< decay of the running mean of the gradients
+  double beta2 = 0.999;        ///< decay of the running mean of the squared gradients
+  double eps = 1e-8;           ///< added to the root of the second moment
+  double weight_decay = 0.01;  ///< decoupled weight decay, scaled by the learning rate
 };
 
 /// The tensors one multi-tensor AdamW step reads and writes, one entry per parameter.

@@ -2,6 +2,7 @@
 
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include "common/device.h"
@@ -9,10 +10,12 @@
 #include "common/files.h"
 #include "common/format.h"
 #include "common/host_memory.h"
+#include "common/memory.h"
 #include "common/process.h"
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
+#include "datasets/token_cache.h"
 #include "ladder_report.h"
 #include "python_peers.h"
 #include "rungs.h"
@@ -22,8 +25,6 @@ namespace lab06 {
 namespace gpt = speedlabs::gpt;
 using nlohmann::json;
 using speedlabs::fixed;
-
-std::string Shape::name() const { return std::to_string(batch) + "x" + std::to_string(seq); }
 
 void adapt_to_cpu(Config& config) {
   config.shapes = {{4, 128}};
@@ -41,14 +42,6 @@ Config quick_config() {
   config.peer_modes = {"fp32", "bf16"};
   config.compile_modes.clear();
   return config;
-}
-
-int64_t padded_vocab_size(int64_t vocab_size, int64_t multiple) {
-  if (vocab_size <= 0 || multiple <= 0) {
-    throw speedlabs::UsageError("padded_vocab_size: vocab_size (" + std::to_string(vocab_size) + ") and multiple (" +
-                                std::to_string(multiple) + ") must be positive");
-  }
-  return (vocab_size + multiple - 1) / multiple * multiple;
 }
 
 double flops_per_token(int64_t n_params_without_wpe, int64_t n_layer, int64_t n_head, int64_t head_size, int64_t seq) {
@@ -76,19 +69,28 @@ MatmulPeak measure_bf16_matmul(const c10::Device& device, int64_t n) {
   return peak;
 }
 
-double measure_bf16_matmul_tflops(const c10::Device& device, int64_t n) { return measure_bf16_matmul(device, n).tflops; }
+double measure_bf16_matmul_tflops(const c10::Device& device, int64_t n) {
+  return measure_bf16_matmul(device, n).tflops;
+}
 
 std::string sdpa_backend(const c10::Device& device, const Shape& shape, int64_t n_head, int64_t head_size,
                          c10::ScalarType dtype) {
-  const auto q = torch::zeros({shape.batch, n_head, shape.seq, head_size}, torch::TensorOptions().device(device).dtype(dtype));
+  const auto q =
+      torch::zeros({shape.batch, n_head, shape.seq, head_size}, torch::TensorOptions().device(device).dtype(dtype));
   // The numbers of sdp::SDPBackend (ATen/native/transformers/sdp_utils_cpp.h).
   switch (at::_fused_sdp_choice(q, q, q, {}, 0.0, /*is_causal=*/true)) {
-    case 0: return "math";
-    case 1: return device.is_cpu() ? "flash_attention (the CPU flash kernel)" : "flash_attention";
-    case 2: return "efficient_attention";
-    case 3: return "cudnn_attention";
-    case 4: return "overrideable";
-    default: return "none";
+    case 0:
+      return "math";
+    case 1:
+      return device.is_cpu() ? "flash_attention (the CPU flash kernel)" : "flash_attention";
+    case 2:
+      return "efficient_attention";
+    case 3:
+      return "cudnn_attention";
+    case 4:
+      return "overrideable";
+    default:
+      return "none";
   }
 }
 
@@ -141,9 +143,9 @@ std::string rung_detail(Rung rung, const RungRunner& runner, const Shape& shape)
 }
 
 // Every rung up to config.top at one shape, each printed as it finishes.
-void climb(const RungRunner& runner, const Shape& shape, std::vector<RungResult>& rungs) {
+void climb(const RungRunner& runner, Rung top, const Shape& shape, std::vector<RungResult>& rungs) {
   for (Rung rung : all_rungs()) {
-    if (!at_least(runner.config.top, rung)) break;
+    if (!at_least(top, rung)) break;
     const speedlabs::ContentionProbe probe;
     auto result = rung == Rung::cuda_graph ? runner.cuda_graph(shape) : runner.eager(rung, shape);
     result.contention = probe.read();
@@ -153,37 +155,55 @@ void climb(const RungRunner& runner, const Shape& shape, std::vector<RungResult>
                                    " ms, " + fixed(result.tokens_per_s, 0) + " tokens/s, loss " +
                                    fixed(result.losses.front(), 4) + " -> " + fixed(result.losses.back(), 4)
                              : "not run: " + result.reason)
-              << "\n" << std::flush;
+              << "\n"
+              << std::flush;
     rungs.push_back(std::move(result));
   }
 }
 
 // The Python peers at one shape, with their rates computed like the rungs'; returns why they did not run.
-std::string run_peers(const RungRunner& runner, const Shape& shape, std::vector<RungResult>& peers) {
+std::string run_peers(const Config& config, const RungRunner& runner, const Shape& shape,
+                      std::vector<RungResult>& peers) {
   const auto& device = runner.device;
   if (!device.is_cpu() && !device.is_cuda()) return "the peers run on cpu or cuda, not " + device.str();
   std::string failure;
   const speedlabs::ContentionProbe probe;  // the peers' script is a child: its CPU counts as this run's own
-  auto ran = run_python_peers(runner.config, device, shape, runner.model_config, runner.weights, runner.batches,
-                              failure);
+  auto ran = run_python_peers(config, device, shape, runner.model_config, runner.weights, runner.batches, failure);
   const speedlabs::Contention contention = probe.read();
   for (auto& peer : ran) {
     peer.contention = contention;
     peer.tflops = runner.useful_flops_per_step / (peer.median_ms / 1e3) / 1e12;
     peer.mfu = mfu_of(peer.tflops, runner.bf16_tflops, device);
-    peer.detail = std::string("Python ") + (peer.name.find("compile") != std::string::npos ? "torch.compile" : "eager") +
+    peer.detail = std::string("Python ") +
+                  (peer.name.find("compile") != std::string::npos ? "torch.compile" : "eager") +
                   ", reference model (written-out attention)";
     peers.push_back(std::move(peer));
   }
   return failure;
 }
 
-void check_shapes(const Config& config, const gpt::GPTConfig& model_config) {
+// The sizes, as products, before any work: every step's batch is staged on the device before timing (x and y,
+// int64), so steps times tokens must be countable and fit the device, or the run stops here (exit 2).
+void check_sizes(const Config& config, const gpt::GPTConfig& model_config, const c10::Device& device) {
   if (config.warmup < 0 || config.steps < 1) throw speedlabs::UsageError("--warmup must be >= 0 and --steps >= 1");
+  const int64_t total_steps = int64_t{config.warmup} + config.steps;
+  const std::string steps_text =
+      "--warmup " + std::to_string(config.warmup) + " and --steps " + std::to_string(config.steps);
+  if (total_steps > std::numeric_limits<int>::max()) {
+    throw speedlabs::UsageError(steps_text + " add up to more steps than can be counted: give fewer");
+  }
+  const auto memory = speedlabs::total_memory_bytes(device);
   for (const auto& shape : config.shapes) {
-    if (shape.batch < 1 || shape.seq < 1 || shape.seq > model_config.block_size) {
-      throw speedlabs::UsageError("shape " + shape.name() + ": B and T must be positive and T at most " +
-                                  std::to_string(model_config.block_size));
+    if (shape.batch < 1) throw speedlabs::UsageError("shape " + shape.name() + ": B must be positive");
+    model_config.require_sequence_fits(shape.seq, "shape " + shape.name());
+    int64_t tokens = 0, bytes = 0;
+    const bool overflow = __builtin_mul_overflow(shape.batch, shape.seq, &tokens) ||
+                          __builtin_mul_overflow(tokens, total_steps * 2 * int64_t{sizeof(int64_t)}, &bytes);
+    if (overflow || (memory && bytes > *memory)) {
+      throw speedlabs::UsageError(
+          steps_text + " at shape " + shape.name() + " stage " +
+          (overflow ? std::string("more bytes than can be counted") : speedlabs::format_bytes(bytes)) + " of batches" +
+          (memory ? "; " + device.str() + " has " + speedlabs::format_bytes(*memory) : "") + ": give fewer steps");
     }
   }
 }
@@ -193,7 +213,7 @@ void check_shapes(const Config& config, const gpt::GPTConfig& model_config) {
 LadderResult run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
   speedlabs::install_stop_handlers();  // Ctrl-C: stop between steps, end the Python peers, remove temp files
   const auto model_config = gpt::GPTConfig::by_name(config.model);
-  check_shapes(config, model_config);
+  check_sizes(config, model_config, device);
   if (!config.results_dir.empty()) speedlabs::require_output_folder(config.results_dir);
   const auto tokens = datasets::load_shakespeare_tokens(datasets::resolve_data_dir(config.data_dir)).ids;
   const auto weights = initial_weights(model_config, config.seed);
@@ -213,14 +233,14 @@ LadderResult run(const Config& config, const c10::Device& device, speedlabs::Rep
   for (const auto& shape : config.shapes) {
     std::cout << "\nshape B=" << shape.batch << ", T=" << shape.seq << "\n";
     const auto batches = load_batches(tokens, shape, config.warmup + config.steps, device);
-    const double useful_flops_per_step =
-        flops_per_token(n_without_wpe, model_config.n_layer, model_config.n_head,
-                        model_config.n_embd / model_config.n_head, shape.seq) *
-        static_cast<double>(shape.batch * shape.seq);
-    const RungRunner runner{config, device, model_config, weights, batches, useful_flops_per_step,
-                            ladder.bf16_matmul_tflops};
-    climb(runner, shape, ladder.rungs);
-    if (!config.python.empty()) peer_failures[shape.name()] = run_peers(runner, shape, ladder.peers);
+    const double useful_flops_per_step = flops_per_token(n_without_wpe, model_config.n_layer, model_config.n_head,
+                                                         model_config.n_embd / model_config.n_head, shape.seq) *
+                                         static_cast<double>(shape.batch * shape.seq);
+    RungRunner runner{config.warmup, config.steps, config.lr, device, model_config, weights, batches};
+    runner.useful_flops_per_step = useful_flops_per_step;
+    runner.bf16_tflops = ladder.bf16_matmul_tflops;
+    climb(runner, config.top, shape, ladder.rungs);
+    if (!config.python.empty()) peer_failures[shape.name()] = run_peers(config, runner, shape, ladder.peers);
   }
 
   std::string markdown;

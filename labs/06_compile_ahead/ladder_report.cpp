@@ -20,10 +20,10 @@ using speedlabs::fixed;
 
 namespace {
 
-// Every rung starts from the same weights and batch, so step 0 differs from fp32's only by arithmetic: bf16 keeps 8 significant bits (relative rounding up to 2^-8 = 0.4%,
-// at most ~0.04 nat on a loss of ~11, mostly averaging out over B*T positions), TF32 10 bits, and the padded
-// vocabulary adds 47 near-zero logits to the softmax (ln(50304/50257) = 0.001 nat). A wrong cast or
-// mask moves step 0 by whole nats.
+// Every rung starts from the same weights and batch, so step 0 differs from fp32's only by arithmetic: bf16 keeps 8
+// significant bits (relative rounding up to 2^-8 = 0.4%, at most ~0.04 nat on a loss of ~11, mostly averaging out over
+// B*T positions), TF32 10 bits, and the padded vocabulary adds 47 near-zero logits to the softmax (ln(50304/50257) =
+// 0.001 nat). A wrong cast or mask moves step 0 by whole nats.
 constexpr double kStepZeroAgreement = 0.05;
 // After that the runs drift apart as different roundings give slightly different updates; lab 05 and the
 // chapter's A100 logs stay within 0.1 nat of fp32 over 100 steps (bf16). 0.25 leaves room for the drift
@@ -76,8 +76,13 @@ json to_json(const RungResult& r) {
     j["reason"] = r.reason;
     return j;
   }
-  j.update({{"first_step_ms", r.first_step_ms}, {"median_ms", r.median_ms}, {"tokens_per_s", r.tokens_per_s},
-            {"tflops", r.tflops}, {"mfu", r.mfu}, {"losses", r.losses}, {"detail", r.detail},
+  j.update({{"first_step_ms", r.first_step_ms},
+            {"median_ms", r.median_ms},
+            {"tokens_per_s", r.tokens_per_s},
+            {"tflops", r.tflops},
+            {"mfu", r.mfu},
+            {"losses", r.losses},
+            {"detail", r.detail},
             {"peak_bytes", r.peak_bytes ? json(*r.peak_bytes) : json(nullptr)}});
   if (r.step_ms.count > 0) j["step_ms"] = r.step_ms.to_json();
   return j;
@@ -89,9 +94,9 @@ json to_json(const RungResult& r) {
 // on the CPU too, is GPT-2 124M, whose weights, gradients and AdamW moments are about 2 GB per rung, so six
 // eager rungs would hold 12 GB at once (and on a GPU those 12 GB sit beside the B=16, T=1024 step's
 // activations); only --quick's tiny model would fit, and a second timing design for it alone would make the
-// quick ladder measure otherwise than the real one. A rung's evidence is its measured steps (median and quartiles) and the
-// machine's reading over the rung; a ratio of two of them is speedlabs::ratio_of_sequential (median over
-// median, quartiles crossed), under the busier of the two readings.
+// quick ladder measure otherwise than the real one. A rung's evidence is its measured steps (median and quartiles) and
+// the machine's reading over the rung; a ratio of two of them is speedlabs::ratio_of_sequential (median over median,
+// quartiles crossed), under the busier of the two readings.
 
 // The tokens/s of @p r, from its measured steps, with the machine's reading: a rate must be positive.
 speedlabs::Evidence rate_evidence(const RungResult& r) {
@@ -124,14 +129,20 @@ void goal(speedlabs::Report& report, const c10::Device& device, const std::strin
     return;
   }
   if (!device.is_cuda()) {
-    speedlabs::Observation o{id, claim, measured, expected, speedlabs::Verdict::not_applicable, false,
+    speedlabs::Observation o{id,
+                             claim,
+                             measured,
+                             expected,
+                             speedlabs::Verdict::not_applicable,
+                             false,
                              "the goals are set for a CUDA GPU; this run is on " + device.str()};
     if (std::isfinite(evidence->value.median)) o.evidence = evidence->to_json();
     report.add(o);
     return;
   }
-  report.decide(id, claim, measured, expected, *evidence, [threshold](double v) { return v >= threshold; },
-                /*must_hold=*/false);
+  report.decide(
+      id, claim, measured, expected, *evidence, [threshold](double v) { return v >= threshold; },
+      /*must_hold=*/false);
 }
 
 }  // namespace
@@ -141,7 +152,8 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape) {
   std::ostringstream out;
   const RungResult* fp32 = find(ladder.rungs, "fp32", shape);
   out << "### B=" << shape.batch << ", T=" << shape.seq << "\n\n"
-      << "| step | ms/step (median) | first step ms | tokens/s | x C++ fp32 | TFLOP/s | MFU | peak MiB | loss first -> last "
+      << "| step | ms/step (median) | first step ms | tokens/s | x C++ fp32 | TFLOP/s | MFU | peak MiB | loss first -> "
+         "last "
          "| max abs loss gap to C++ fp32 | notes |\n"
       << "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n";
   auto row = [&](const RungResult& r) {
@@ -153,7 +165,7 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape) {
     out << "| " << r.name << " | " << fixed(r.median_ms, 2) << " | " << fixed(r.first_step_ms, 1) << " | "
         << fixed(r.tokens_per_s, 0) << " | " << (fp32 ? fixed(r.tokens_per_s / fp32->tokens_per_s, 2) : "-") << " | "
         << fixed(r.tflops, 3) << " | " << (std::isnan(r.mfu) ? "n/a" : fixed(100 * r.mfu, 1) + "%") << " | "
-        << (r.peak_bytes ? fixed(static_cast<double>(*r.peak_bytes) / (1 << 20), 0) : "n/a") << " | "
+        << (r.peak_bytes ? fixed(speedlabs::to_mib(static_cast<double>(*r.peak_bytes)), 0) : "n/a") << " | "
         << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4) << " | "
         << (fp32 ? fixed(max_loss_gap(r, *fp32), 4) : "-") << " | " << r.detail << " |\n";
   };
@@ -179,9 +191,10 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape) {
   return out.str();
 }
 
-// Records the rungs', the losses' and the peers' observations of one shape.
-void observe_shape(const Config& config, const LadderResult& ladder, const Shape& shape,
-                   const std::string& peer_failure, speedlabs::Report& report) {
+namespace {
+
+// Each rung of one shape (its losses finite, its rate as evidence), then how their losses compare with fp32's.
+void observe_rungs(const LadderResult& ladder, const Shape& shape, speedlabs::Report& report) {
   const std::string suffix = "_" + shape.name();
   const RungResult* fp32 = find(ladder.rungs, "fp32", shape);
   double initial_gap = 0, track_gap = 0;
@@ -189,8 +202,8 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
   for (const auto& r : ladder.rungs) {
     if (r.shape.name() != shape.name()) continue;
     const std::string id = "rung_" + r.name + suffix;
-    const std::string claim = "rung " + r.name + " trains at B=" + std::to_string(shape.batch) + ", T=" +
-                              std::to_string(shape.seq) + " with every loss finite";
+    const std::string claim = "rung " + r.name + " trains at B=" + std::to_string(shape.batch) +
+                              ", T=" + std::to_string(shape.seq) + " with every loss finite";
     if (!r.ran) {
       report.not_applicable(id, claim, "every loss finite", r.reason);
       continue;
@@ -225,7 +238,13 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
                           "max |loss - fp32 loss| <= " + fixed(kTrackTolerance, 2) + " nat",
                           "needs the fp32 rung and at least one rung above it");
   }
+}
 
+// The Python peers of one shape: that they ran, the eager fp32 peer's parity, the torch.compile peers' tracking.
+void observe_peers(const Config& config, const LadderResult& ladder, const Shape& shape,
+                   const std::string& peer_failure, speedlabs::Report& report) {
+  const std::string suffix = "_" + shape.name();
+  const RungResult* fp32 = find(ladder.rungs, "fp32", shape);
   const std::string peers_claim = "the Python reference model runs in the same run on the same weights and batches";
   std::vector<const RungResult*> peers;
   for (const auto& p : ladder.peers) {
@@ -277,6 +296,14 @@ void observe_shape(const Config& config, const LadderResult& ladder, const Shape
   }
 }
 
+}  // namespace
+
+void observe_shape(const Config& config, const LadderResult& ladder, const Shape& shape,
+                   const std::string& peer_failure, speedlabs::Report& report) {
+  observe_rungs(ladder, shape, report);
+  observe_peers(config, ladder, shape, peer_failure, report);
+}
+
 void observe_goals(const LadderResult& ladder, const c10::Device& device, speedlabs::Report& report) {
   const Shape small{4, 128}, large{16, 1024};
   {
@@ -301,7 +328,9 @@ void observe_goals(const LadderResult& ladder, const c10::Device& device, speedl
     if (!top || !peer) return {std::nullopt, nullptr};
     const double ratio = top->tokens_per_s / peer->tokens_per_s;
     const auto evidence = speedup_evidence(*top, *peer);
-    return {evidence, json{{"top_rung", top->name}, {"ratio", ratio}, {"ratio_q1", evidence.value.q1},
+    return {evidence, json{{"top_rung", top->name},
+                           {"ratio", ratio},
+                           {"ratio_q1", evidence.value.q1},
                            {"ratio_q3", evidence.value.q3}}};
   };
   const auto [eager_ratio, eager_json] = top_ratio(small, "python_eager_bf16");

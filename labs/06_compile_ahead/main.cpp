@@ -3,6 +3,7 @@
 
 #include "common/cli.h"
 #include "common/errors.h"
+#include "common/process.h"
 #include "experiment.h"
 
 namespace {
@@ -39,7 +40,8 @@ std::vector<std::string> split(const std::string& text) {
 const CLI::Validator kPeerModeList(
     [](std::string& text) -> std::string {
       for (const auto& mode : split(text)) {
-        if (mode != "fp32" && mode != "tf32" && mode != "bf16") return "each mode must be fp32, tf32 or bf16, not '" + mode + "'";
+        if (mode != "fp32" && mode != "tf32" && mode != "bf16")
+          return "each mode must be fp32, tf32 or bf16, not '" + mode + "'";
       }
       return "";
     },
@@ -56,8 +58,7 @@ int main(int argc, char** argv) {
   return speedlabs::run_lab(
       argc, argv, {"06", "06_compile_ahead", "the GPT-2 speed ladder, fp32 eager to a CUDA graph, beside PyTorch"},
       [&](CLI::App& app) {
-        flags.option(app, "--config", &Config::model, "model size: gpt2 (124M) or tiny (CPU-friendly)")
-            ->check(CLI::IsMember({"gpt2", "tiny"}));
+        flags.model_option(app, &Config::model);
         flags.on_given(app.add_option("--shapes", shapes, "BxT list (default: 4x128,16x1024 on a GPU, 4x128 on a CPU)"),
                        [&](Config& config) { config.shapes = parse_shapes(shapes); });
         flags.int_option(app, "--warmup", &Config::warmup, "steps before the measured ones", 0);
@@ -68,8 +69,9 @@ int main(int argc, char** argv) {
                            ->capture_default_str(),
                        [&](Config& config) { config.top = lab06::parse_rung(top); });
         // Under 256^3 the matmul takes microseconds and its rate is mostly timer noise.
-        flags.int_option(app, "--matmul-size", &Config::matmul_size,
-                         "n of the bf16 n^3 matmul that measures the peak (at least 256)", int64_t{256})
+        flags
+            .int_option(app, "--matmul-size", &Config::matmul_size,
+                        "n of the bf16 n^3 matmul that measures the peak (at least 256)", int64_t{256})
             ->default_str("8192 on a GPU, 1024 on a CPU, 256 with --quick");
         flags.option(app, "--python", &Config::python, "Python with torch for the peers");
         app.add_flag("--no-peers", no_peers, "skip the Python peers");
@@ -86,15 +88,16 @@ int main(int argc, char** argv) {
                        [&](Config& config) { config.compile_modes = split(compile_modes); });
         app.add_flag("--no-compile", no_compile, "skip the torch.compile peers");
         flags.option(app, "--results", &Config::results_dir, "write ladder.json, ladder.md and ladder.dat here");
-        flags.option(app, "--data-dir", &Config::data_dir, "data directory (default: $SPEEDLABS_DATA_DIR, then <repo>/data)");
+        flags.data_dir_option(app, &Config::data_dir);
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        Config base = context.flags.quick ? lab06::quick_config() : Config{};
-        if (!context.flags.quick && !context.device.is_cuda()) lab06::adapt_to_cpu(base);
-        base.python = SPEEDLABS_DEFAULT_PYTHON;
-        Config config = flags.apply(base);
+        Config config = flags.configure(context, lab06::quick_config, [](Config& base, const auto& context) {
+          if (!context.flags.quick && !context.device.is_cuda()) lab06::adapt_to_cpu(base);
+          base.python = SPEEDLABS_DEFAULT_PYTHON;
+        });
         if (no_compile) config.compile_modes.clear();
         if (no_peers) config.python.clear();
+        if (!config.python.empty()) speedlabs::require_program(config.python, "--python");
         if (!config.python.empty() && config.peer_modes.empty() && config.compile_modes.empty()) {
           throw speedlabs::UsageError("--peer-modes and --compile-modes are both empty: use --no-peers instead");
         }

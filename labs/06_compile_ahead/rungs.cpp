@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/errors.h"
 #include "common/format.h"
 #include "common/memory.h"
 #include "common/named_enum.h"
@@ -9,6 +10,7 @@
 #include "common/timer.h"
 #include "datasets/data_loader.h"
 #include "labs/05_gpt2/exercise.h"
+#include "optimizers.h"
 
 namespace lab06 {
 
@@ -17,9 +19,13 @@ namespace gpt = speedlabs::gpt;
 namespace {
 
 const speedlabs::EnumNames<Rung>& rung_names() {
-  static const speedlabs::EnumNames<Rung> names(
-      "rung", {{Rung::fp32, "fp32"}, {Rung::tf32, "tf32"}, {Rung::bf16, "bf16"}, {Rung::sdpa, "sdpa"},
-               {Rung::vocab50304, "vocab50304"}, {Rung::fused_adamw, "fused_adamw"}, {Rung::cuda_graph, "cuda_graph"}});
+  static const speedlabs::EnumNames<Rung> names("rung", {{Rung::fp32, "fp32"},
+                                                         {Rung::tf32, "tf32"},
+                                                         {Rung::bf16, "bf16"},
+                                                         {Rung::sdpa, "sdpa"},
+                                                         {Rung::vocab50304, "vocab50304"},
+                                                         {Rung::fused_adamw, "fused_adamw"},
+                                                         {Rung::cuda_graph, "cuda_graph"}});
   return names;
 }
 
@@ -32,6 +38,16 @@ const std::vector<std::string>& all_rung_names() { return rung_names().names(); 
 std::string to_string(Rung rung) { return rung_names().name(rung); }
 
 Rung parse_rung(const std::string& name) { return rung_names().parse(name); }
+
+int64_t padded_vocab_size(int64_t vocab_size, int64_t multiple) {
+  if (vocab_size <= 0 || multiple <= 0) {
+    throw speedlabs::UsageError("padded_vocab_size: vocab_size (" + std::to_string(vocab_size) + ") and multiple (" +
+                                std::to_string(multiple) + ") must be positive");
+  }
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+std::string Shape::name() const { return std::to_string(batch) + "x" + std::to_string(seq); }
 
 bool at_least(Rung rung, Rung step) { return static_cast<int>(rung) >= static_cast<int>(step); }
 
@@ -94,7 +110,7 @@ gpt::GPT RungRunner::build_model(Rung rung) const {
 void RungRunner::summarize_times(RungResult& result, const std::vector<double>& times, int fast_from) const {
   result.first_step_ms = 0;
   for (int i = 0; i <= fast_from; ++i) result.first_step_ms += times[i];
-  result.step_ms = speedlabs::summarize_samples({times.begin() + config.warmup, times.end()});
+  result.step_ms = speedlabs::summarize_samples({times.begin() + warmup, times.end()});
   result.median_ms = result.step_ms.median;
   const double tokens = static_cast<double>(result.shape.batch * result.shape.seq);
   result.tokens_per_s = tokens / (result.median_ms / 1e3);
@@ -110,9 +126,9 @@ RungResult RungRunner::eager(Rung rung, const Shape& shape) const {
   auto model = build_model(rung);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (at_least(rung, Rung::fused_adamw)) {
-    optimizer = std::make_unique<FusedAdamW>(model->parameters(), config.lr);
+    optimizer = std::make_unique<FusedAdamW>(model->parameters(), lr);
   } else {
-    optimizer = std::make_unique<ForeachAdamW>(model->parameters(), config.lr);
+    optimizer = std::make_unique<ForeachAdamW>(model->parameters(), lr);
   }
   const auto precision = rung_precision(rung);  // never fp16: no rung needs a loss scaler
   auto losses = torch::zeros({total_steps()}, torch::TensorOptions().device(device));

@@ -73,10 +73,10 @@ class PrefetchLoader {
   std::mutex mutex_;                 // guards everything below
   std::condition_variable changed_;  // notified on every change of the queue or the flags
   std::deque<datasets::Batch> queue_;
-  bool finished_ = false;            // the worker made its last batch, failed, or was stopped
-  bool stop_requested_ = false;      // stop() was called
-  std::exception_ptr error_;         // what make_batch threw, for next() to rethrow
-  std::thread worker_;               // started last, after every member it uses
+  bool finished_ = false;        // the worker made its last batch, failed, or was stopped
+  bool stop_requested_ = false;  // stop() was called
+  std::exception_ptr error_;     // what make_batch threw, for next() to rethrow
+  std::thread worker_;           // started last, after every member it uses
 };
 
 }  // namespace lab07

@@ -6,8 +6,8 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -24,6 +24,7 @@
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"
+#include "datasets/token_cache.h"
 #include "feeding.h"
 #include "op_cost.h"
 #include "roofline.h"
@@ -37,23 +38,11 @@ using speedlabs::fixed;
 
 namespace {
 
-// Elementwise ops count as memory-bound when they sit left of the ridge and reach under this share of
-// the matmul peak: far from the compute roof, so more FLOP/s cannot be what limits them.
-constexpr double kFarBelowPeak = 0.25;
-// A point may stray this far above its roof before the roofline counts as mismeasured: the roofs are the
-// best of a few rounds, not the hardware's true maxima.
-constexpr double kRoofTolerance = 0.15;
 // The goal for the per-op cost: C++ at least this many times cheaper than Python eager.
 constexpr double kOpCostGoal = 2.0;
-// Prefetching must save at least this share of the loading time per step.
-constexpr double kMinHiddenShare = 0.5;
-// A share of a time lies in [0, 1]; step times measured moments apart may stray by this much beyond it.
-constexpr double kShareTolerance = 0.1;
 // The ops' self times add up to the step; the profiler's own bookkeeping between events is the rest.
 constexpr double kShareSumSlack = 1.01;
 constexpr int kShownOps = 5;
-
-double gflops(double flops) { return flops / 1e9; }
 
 std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
 
@@ -67,7 +56,7 @@ void part(const std::string& title) {
 
 struct TraceOutcome {
   StepProfile profile;
-  double step_ms = 0;  // median step time without the profiler
+  double step_ms = 0;           // median step time without the profiler
   speedlabs::TimingStats step;  // the timed steps without the profiler
 };
 
@@ -91,16 +80,17 @@ TraceOutcome trace_one_step(const Config& config, const gpt::GPTConfig& model_co
 }
 
 void print_profile(const StepProfile& profile, int top) {
-  std::cout << "profiled step: " << fixed(profile.step_ms, 2) << " ms (forward " << fixed(profile.range_ms.at("forward"), 2)
-            << ", backward " << fixed(profile.range_ms.at("backward"), 2) << ", optimizer "
-            << fixed(profile.range_ms.at("optimizer"), 2) << "); " << profile.op_calls << " top-level op calls\n";
+  std::cout << "profiled step: " << fixed(profile.step_ms, 2) << " ms (forward "
+            << fixed(profile.range_ms.at("forward"), 2) << ", backward " << fixed(profile.range_ms.at("backward"), 2)
+            << ", optimizer " << fixed(profile.range_ms.at("optimizer"), 2) << "); " << profile.op_calls
+            << " top-level op calls\n";
   std::cout << "  " << std::left << std::setw(44) << "op (by self time)" << std::right << std::setw(7) << "calls"
             << std::setw(11) << "self ms" << std::setw(9) << "share\n";
   const auto rows = [&](const std::vector<OpTime>& ops) {
     for (int i = 0; i < std::min<int>(top, static_cast<int>(ops.size())); ++i) {
       const auto& op = ops[i];
-      std::cout << "  " << std::left << std::setw(44) << op.name.substr(0, 43) << std::right << std::setw(7)
-                << op.calls << std::setw(11) << fixed(op.self_ms, 3) << std::setw(8) << percent(op.share) << "\n";
+      std::cout << "  " << std::left << std::setw(44) << op.name.substr(0, 43) << std::right << std::setw(7) << op.calls
+                << std::setw(11) << fixed(op.self_ms, 3) << std::setw(8) << percent(op.share) << "\n";
     }
   };
   rows(profile.ops);
@@ -161,7 +151,8 @@ void observe_trace(const Config& config, const TraceOutcome& outcome, const c10:
 
   const std::string trace_claim = "the Chrome/Perfetto trace is written whole and names the step's ranges";
   if (config.trace_path.empty()) {
-    report.not_applicable("trace_written", trace_claim, "a JSON trace with traceEvents", "no --trace PATH given", false);
+    report.not_applicable("trace_written", trace_claim, "a JSON trace with traceEvents", "no --trace PATH given",
+                          false);
   } else {
     std::string what;
     const bool ok = trace_names_ranges(config.trace_path, what);
@@ -195,11 +186,13 @@ void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c1
     e.contention = cpp.timings.contention;
     return e;
   };
-  report.decide("op_overhead_cpp_us", "host time of one tiny op from C++ (1-element add; 8x64 by 64x64 linear)",
-                {{"add", cpp.add_us}, {"linear", cpp.linear_us}}, "a few microseconds (reported)",
-                per_repeat([](double us) { return us; }), [](double us) { return us > 0; }, false);
+  report.decide(
+      "op_overhead_cpp_us", "host time of one tiny op from C++ (1-element add; 8x64 by 64x64 linear)",
+      {{"add", cpp.add_us}, {"linear", cpp.linear_us}}, "a few microseconds (reported)",
+      per_repeat([](double us) { return us; }), [](double us) { return us > 0; }, false);
 
-  std::string failure = config.python.empty() ? "no Python with torch (--python, or SPEEDLABS_PYTHON at configure time)" : "";
+  std::string failure =
+      config.python.empty() ? "no Python with torch (--python, or SPEEDLABS_PYTHON at configure time)" : "";
   std::optional<OpCost> python;
   if (!config.python.empty()) python = measure_op_cost_python(config.python, device, options, failure);
   const std::string python_claim = "host time of the same ops from Python eager, in the same run";
@@ -211,15 +204,17 @@ void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c1
       if (probe.read().others_cores > e.contention.others_cores) e.contention = probe.read();
       return e;
     };
-    report.decide("op_overhead_python_us", python_claim, {{"add", python->add_us}, {"linear", python->linear_us}},
-                  "more than C++ (reported)", with_child(per_repeat([&](double us) { return python->add_us / us; })),
-                  [](double ratio) { return ratio > 1.0; }, false);
+    report.decide(
+        "op_overhead_python_us", python_claim, {{"add", python->add_us}, {"linear", python->linear_us}},
+        "more than C++ (reported)", with_child(per_repeat([&](double us) { return python->add_us / us; })),
+        [](double ratio) { return ratio > 1.0; }, false);
     const double add_ratio = python->add_us / cpp.add_us;
     const double linear_ratio = python->linear_us / cpp.linear_us;
-    report.decide("op_overhead_python_over_cpp", ratio_claim, {{"add", add_ratio}, {"linear", linear_ratio}},
-                  ">= " + fixed(kOpCostGoal, 0) + "x (a goal, reported)",
-                  with_child(per_repeat([&](double us) { return python->add_us / us; })),
-                  [&](double add) { return std::min(add, linear_ratio) >= kOpCostGoal; }, false);
+    report.decide(
+        "op_overhead_python_over_cpp", ratio_claim, {{"add", add_ratio}, {"linear", linear_ratio}},
+        ">= " + fixed(kOpCostGoal, 0) + "x (a goal, reported)",
+        with_child(per_repeat([&](double us) { return python->add_us / us; })),
+        [&](double add) { return std::min(add, linear_ratio) >= kOpCostGoal; }, false);
   } else {
     std::cout << "Python: not measured: " << failure << "\n";
     report.not_applicable("op_overhead_python_us", python_claim, "more than C++ (reported)", failure, false);
@@ -229,8 +224,8 @@ void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c1
   const auto& profile = outcome.profile;
   const double overhead_ms = static_cast<double>(profile.op_calls) * cpp.add_us / 1e3;
   const double share = overhead_ms / outcome.step_ms;
-  std::cout << "a step: " << profile.op_calls << " top-level ops x " << fixed(cpp.add_us, 2) << " us = "
-            << fixed(overhead_ms, 2) << " ms of " << fixed(outcome.step_ms, 2) << " ms (" << percent(share)
+  std::cout << "a step: " << profile.op_calls << " top-level ops x " << fixed(cpp.add_us, 2)
+            << " us = " << fixed(overhead_ms, 2) << " ms of " << fixed(outcome.step_ms, 2) << " ms (" << percent(share)
             << "): the step is " << (share > 0.5 ? "launch-bound" : "bound by the ops' own work") << "\n";
   speedlabs::Evidence evidence;
   std::vector<double> shares;  // against each timed step
@@ -238,152 +233,15 @@ void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c1
   evidence.value = speedlabs::summarize_samples(shares);
   evidence.contention = outcome.step.contention;
   evidence.bounds = {{"host overhead's share of the step", share, 0.0, 1.0}};
-  report.decide("step_host_overhead_share",
-                "ops per step (counted in the trace) x the C++ cost of a tiny op, as a share of the measured step",
-                {{"ops_per_step", profile.op_calls}, {"us_per_op", cpp.add_us}, {"overhead_ms", overhead_ms},
-                 {"step_ms", outcome.step_ms}, {"share", share}},
-                "a share of the step, < 100% (reported)", evidence, [](double s) { return s > 0 && s < 1; }, false);
-}
-
-// --- 3. the roofline ----------------------------------------------------------------------------------
-
-void print_roofline(const Peaks& peaks, const std::vector<OpPoint>& points) {
-  std::cout << "peaks: fp32 matmul " << fixed(gflops(peaks.fp32_flops), 1) << " GFLOP/s, bf16 matmul "
-            << fixed(gflops(peaks.bf16_flops), 1) << " GFLOP/s; copy " << fixed(peaks.copy_bytes / 1e9, 1)
-            << " GB/s, triad " << fixed(peaks.triad_bytes / 1e9, 1) << " GB/s; ridge "
-            << fixed(peaks.ridge(), 2) << " FLOP/byte\n";
-  std::cout << "  " << std::left << std::setw(16) << "op" << std::right << std::setw(12) << "FLOP/byte" << std::setw(11)
-            << "ms" << std::setw(12) << "GFLOP/s" << std::setw(10) << "GB/s" << std::setw(12) << "% of roof"
-            << "  bound\n";
-  for (const auto& p : points) {
-    std::cout << "  " << std::left << std::setw(16) << p.id << std::right << std::setw(12) << fixed(p.intensity(), 2)
-              << std::setw(11) << fixed(p.ms, 3) << std::setw(12) << fixed(gflops(p.achieved_flops()), 2)
-              << std::setw(10) << fixed(p.achieved_bytes() / 1e9, 2) << std::setw(11)
-              << fixed(100 * p.achieved_flops() / attainable_flops(peaks, p.intensity()), 1) << "%  "
-              << (p.intensity() < peaks.ridge() ? "memory" : "compute") << "\n";
-  }
-}
-
-// Every number of the roofline obeys the roofs it was measured under: no op's point above the roof at its
-// intensity (a peak is the best rate this machine reached, so an op beating it means the roof was
-// mismeasured); a rate is positive.
-std::vector<speedlabs::Bound> roofline_bounds(const Roofline& roofline) {
-  std::vector<speedlabs::Bound> bounds;
-  for (const auto& p : roofline.points) {
-    bounds.push_back({p.id + "'s share of the roof at its intensity",
-                      p.achieved_flops() / attainable_flops(roofline.peaks, p.intensity()), 0.0, 1 + kRoofTolerance});
-  }
-  return bounds;
-}
-
-speedlabs::Evidence roof_evidence(const Roofline& roofline, RoofSide side) {
-  speedlabs::Evidence e;
-  e.value = roofline.timings.sides[side].summary();
-  e.contention = roofline.timings.contention;
-  return e;
-}
-
-void observe_roofline(const Roofline& roofline, speedlabs::Report& report) {
-  const Peaks& peaks = roofline.peaks;
-  const auto positive = [](double ms) { return ms > 0; };
-  report.decide("peak_matmul_flops", "the compute roof: FLOP/s of a large matmul, float32 and bfloat16, its best round",
-                {{"fp32", peaks.fp32_flops}, {"bf16", peaks.bf16_flops}}, "> 0 (reported)",
-                roof_evidence(roofline, kFp32Matmul), positive, false);
-  report.decide("peak_bandwidth", "the memory roof: bytes/s of a large copy and of a triad (a = b + s*c), best round",
-                {{"copy", peaks.copy_bytes}, {"triad", peaks.triad_bytes}, {"ridge_flop_per_byte", peaks.ridge()}},
-                "> 0 (reported)", roof_evidence(roofline, kCopy), positive, false);
-  json elementwise = json::object();
-  bool left_of_ridge = true;
-  const auto bounds = roofline_bounds(roofline);
-  for (size_t i = 0; i < roofline.points.size(); ++i) {
-    const auto& p = roofline.points[i];
-    const bool memory_side = p.intensity() < peaks.ridge();
-    const double of_peak = p.achieved_flops() / peaks.fp32_flops;
-    speedlabs::Evidence evidence;
-    evidence.value = roofline.timings.sides[kRoofSides + i].summary();
-    evidence.contention = roofline.timings.contention;
-    evidence.bounds = {bounds[i]};
-    report.decide("roofline_" + p.id, p.what + ": where it sits on the roofline",
-                  {{"flop_per_byte", p.intensity()}, {"ms", p.ms}, {"gflop_per_s", gflops(p.achieved_flops())},
-                   {"gb_per_s", p.achieved_bytes() / 1e9}, {"share_of_fp32_peak", of_peak},
-                   {"share_of_roof", bounds[i].value}, {"share_of_bandwidth", p.achieved_bytes() / peaks.bandwidth()},
-                   {"bound", memory_side ? "memory" : "compute"}},
-                  "its measured rate, at most the roof (reported)", evidence, positive, false);
-    if (!p.elementwise) continue;
-    left_of_ridge = left_of_ridge && memory_side;
-    elementwise[p.id] = {{"flop_per_byte", p.intensity()}, {"share_of_fp32_peak", of_peak},
-                         {"share_of_bandwidth", p.achieved_bytes() / peaks.bandwidth()}};
-  }
-  // Decided per round: the largest share of that round's matmul rate any elementwise op reached, held
-  // against every op's point staying under the roof.
-  speedlabs::Evidence evidence;
-  evidence.value = roofline.elementwise_peak_share();
-  evidence.contention = roofline.timings.contention;
-  evidence.bounds = bounds;
-  report.decide("elementwise_ops_are_memory_bound",
-                "GELU, layer norm, softmax and the AdamW update do a few FLOPs per byte: they sit left of the ridge "
-                "and reach a small share of the matmul peak, so memory traffic, not arithmetic, sets their time",
-                elementwise,
-                "each: intensity < ridge (" + fixed(peaks.ridge(), 2) + " FLOP/byte) and < " +
-                    percent(kFarBelowPeak) + " of the fp32 matmul rate of its round",
-                evidence, [&](double largest_share) { return left_of_ridge && largest_share < kFarBelowPeak; });
-}
-
-// --- 4. keeping the device fed ------------------------------------------------------------------------
-
-void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlabs::Report& report) {
-  const double saved_ms = feed.sync_step_ms - feed.prefetch_step_ms;
-  std::cout << "loading: " << fixed(feed.load_ms, 2) << " ms/batch; median step with the loading inside "
-            << fixed(feed.sync_step_ms, 2) << " ms, prefetched " << fixed(feed.prefetch_step_ms, 2)
-            << " ms (waited " << fixed(feed.wait_ms, 3) << " ms in next()); saved " << fixed(saved_ms, 2)
-            << " ms/step; " << feed.torch_threads << " training thread(s) of " << feed.cores << " cores, "
-            << fixed(feed.free_cores, 2) << " free for this run\n";
-  const double load_share = feed.load_ms / feed.sync_step_ms;
-  speedlabs::Evidence load;
-  load.value = speedlabs::summarize_samples(feed.load_samples_ms);
-  load.contention = feed.contention;
-  load.bounds = {{"loading's share of the step that contains it", load_share, 0.0, 1.0}};
-  report.decide("loader_cost_ms", "preparing one batch (tokenizing its documents) costs real time",
-                {{"ms_per_batch", feed.load_ms}, {"share_of_sync_step", load_share}}, "> 0 (reported)", load,
-                [](double ms) { return ms > 0; }, false);
-  report.check("prefetch_same_batches", "the prefetched steps train on exactly the batches the maker gives for their numbers, in order",
-               feed.same_batches, "true", feed.same_batches);
-  const std::string claim =
-      "prefetching on a background thread hides the loading: the prefetched loop is faster per step by at least "
-      "half the loading time";
-  const std::string expected = "saved >= " + fixed(kMinHiddenShare, 1) + " x loading time";
-  // Two threads racing each other only shows what it should when both can run at once.
-  constexpr double kMinFreeCores = 1.5;
-  if (feed.cores < 2 || feed.free_cores < kMinFreeCores) {
-    report.not_applicable("prefetch_hides_loading", claim, expected,
-                          feed.cores < 2 ? "this machine has " + std::to_string(feed.cores) +
-                                               " core: the worker can only take turns with the training step"
-                                         : "this machine has " + std::to_string(feed.cores) +
-                                               " cores, but two threads of this run got only " +
-                                               fixed(feed.free_cores, 2) +
-                                               " of them at once (other work on the machine): the worker had "
-                                               "no core of its own; measured saved " +
-                                               fixed(saved_ms, 2) + " ms of " + fixed(feed.load_ms, 2) + " ms loading");
-  } else {
-    // Decided per pair of blocks; a pair that "saved" more than its whole loading time broke the bound: the
-    // two steps differed by something else (another program, a clock change), never by prefetching alone.
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::summarize_samples(feed.hidden_shares);
-    evidence.contention = feed.contention;
-    evidence.bounds = {{"median share of the loading hidden (saved / loading time)", evidence.value.median,
-                        -kShareTolerance, 1 + kShareTolerance}};
-    report.decide("prefetch_hides_loading", claim,
-                  {{"sync_ms", feed.sync_step_ms}, {"prefetch_ms", feed.prefetch_step_ms}, {"load_ms", feed.load_ms},
-                   {"saved_ms", saved_ms}, {"hidden_share", evidence.value.median}, {"cores", feed.cores},
-                   {"free_cores", feed.free_cores}},
-                  expected + ", per pair of blocks", evidence, [](double share) { return share >= kMinHiddenShare; });
-  }
-  const std::string pinned_claim = "on a GPU the loader's batches are in pinned memory (non_blocking copies)";
-  if (device.is_cuda()) {
-    report.check("batches_pinned", pinned_claim, feed.all_pinned, "true", feed.all_pinned);
-  } else {
-    report.not_applicable("batches_pinned", pinned_claim, "true", "runs on " + device.str() + ", no GPU");
-  }
+  report.decide(
+      "step_host_overhead_share",
+      "ops per step (counted in the trace) x the C++ cost of a tiny op, as a share of the measured step",
+      {{"ops_per_step", profile.op_calls},
+       {"us_per_op", cpp.add_us},
+       {"overhead_ms", overhead_ms},
+       {"step_ms", outcome.step_ms},
+       {"share", share}},
+      "a share of the step, < 100% (reported)", evidence, [](double s) { return s > 0 && s < 1; }, false);
 }
 
 // --- charts -------------------------------------------------------------------------------------------
@@ -403,11 +261,14 @@ void plot(const Config& config, const StepProfile& profile, const Peaks& peaks, 
   for (const auto& [script, name, data, args] :
        std::vector<std::tuple<std::string, std::string, std::string, std::vector<std::string>>>{
            {"top_ops.gp", "lab07_top_ops", top.str(), {"Top ops by self time, one training step: " + title}},
-           {"roofline.gp", "lab07_roofline", roof.str(),
+           {"roofline.gp",
+            "lab07_roofline",
+            roof.str(),
             {std::to_string(peaks.fp32_flops), std::to_string(peaks.bandwidth()),
              std::to_string(peaks.bf16_flops > peaks.fp32_flops ? peaks.bf16_flops : 0.0),  // a roof only where faster
              "Roofline, measured: " + title}}}) {
-    const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/07_profile/" + script, config.plots_dir, name, data, args, failure);
+    const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/07_profile/" + script, config.plots_dir,
+                                                name, data, args, failure);
     std::cout << (svg.empty() ? "no chart: " + failure : "chart written to " + svg) << "\n";
   }
 }
@@ -454,11 +315,12 @@ void check_sizes(const Config& config, const c10::Device& device) {
   const auto total = speedlabs::total_memory_bytes(device);
   const int64_t needed = overflow ? 0 : std::max(matmul_bytes, stream_bytes);
   if (overflow || (total && needed > *total)) {
-    throw speedlabs::UsageError("--matmul-size " + std::to_string(config.matmul_size) + " and --stream-mib " +
-                                std::to_string(config.stream_mib) + " need " +
-                                (overflow ? std::string("more bytes than can be counted") : speedlabs::format_bytes(needed)) +
-                                (total ? " at once; " + device.str() + " has " + speedlabs::format_bytes(*total) : "") +
-                                ": give smaller sizes");
+    throw speedlabs::UsageError(
+        "--matmul-size " + std::to_string(config.matmul_size) + " and --stream-mib " +
+        std::to_string(config.stream_mib) + " need " +
+        (overflow ? std::string("more bytes than can be counted") : speedlabs::format_bytes(needed)) +
+        (total ? " at once; " + device.str() + " has " + speedlabs::format_bytes(*total) : "") +
+        ": give smaller sizes");
   }
 }
 
@@ -468,14 +330,11 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
   speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between steps, end the Python child
   check_sizes(config, device);
   const auto model_config = gpt::GPTConfig::by_name(config.model);
-  if (config.seq > model_config.block_size) {
-    throw speedlabs::UsageError("--seq " + std::to_string(config.seq) + " is longer than the model's block size " +
-                                std::to_string(model_config.block_size));
-  }
+  model_config.require_sequence_fits(config.seq, "--seq " + std::to_string(config.seq));
   const auto data_dir = datasets::resolve_data_dir(config.data_dir);
   const auto tokens = datasets::load_shakespeare_tokens(data_dir).ids;
-  const std::string title = config.model + ", B=" + std::to_string(config.batch) + ", T=" +
-                            std::to_string(config.seq) + ", " + speedlabs::describe(device);
+  const std::string title = config.model + ", B=" + std::to_string(config.batch) + ", T=" + std::to_string(config.seq) +
+                            ", " + speedlabs::describe(device);
   std::cout << "lab 07: " << title << "\n";
   // A CPU step that hands its big buffers back to the kernel page-faults them in again every step (lab 06):
   // the trace would show the faults, not the ops. The Python child inherits the same policy.
@@ -488,7 +347,8 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
   std::cout << "median step without the profiler: " << fixed(outcome.step_ms, 2) << " ms\n";
   print_profile(outcome.profile, config.top);
   if (!config.trace_path.empty()) {
-    std::cout << "trace written to " << config.trace_path << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+    std::cout << "trace written to " << config.trace_path
+              << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
   }
   observe_trace(config, outcome, device, report);
 
@@ -498,8 +358,8 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
   part("3. the roofline of this machine");
   // Rounds are added (up to 7) while any side scatters by more than 10%, within a 3 s budget.
   const speedlabs::TimingOptions timing{config.warmup, std::max(3, config.steps), std::max(7, config.steps), 0.10, 3.0};
-  const Roofline roofline = measure_roofline(model_config, config.batch, config.seq, device, config.matmul_size,
-                                             config.stream_mib, timing);
+  const Roofline roofline =
+      measure_roofline(model_config, config.batch, config.seq, device, config.matmul_size, config.stream_mib, timing);
   const Peaks& peaks = roofline.peaks;
   const auto& points = roofline.points;
   print_roofline(peaks, points);
@@ -507,10 +367,11 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
 
   part("4. keeping the device fed: loading inside the loop vs a prefetching loader");
   const auto tokenizer = datasets::GPT2Tokenizer::load(data_dir);
-  const DocumentBatches batches(tokenizer, speedlabs::read_file(datasets::require_file(data_dir, datasets::kShakespearePath).string()),
-                                config.batch, config.seq, config.doc_kib * 1024, device.is_cuda());
-  const FeedResult feed = compare_loaders(batches, model_config, config.lr, config.warmup, config.feed_steps,
-                                          config.prefetch, device);
+  const DocumentBatches batches(
+      tokenizer, speedlabs::read_file(datasets::require_file(data_dir, datasets::kShakespearePath).string()),
+      config.batch, config.seq, config.doc_kib * 1024, device.is_cuda());
+  const FeedResult feed =
+      compare_loaders(batches, model_config, config.lr, config.warmup, config.feed_steps, config.prefetch, device);
   observe_feeding(feed, device, report);
 
   if (!config.plots_dir.empty()) plot(config, outcome.profile, peaks, points, title);

@@ -14,24 +14,24 @@ namespace lab07 {
 
 /// The experiment's knobs; the defaults suit a CPU (main.cpp picks larger sizes on a GPU).
 struct Config {
-  std::string model = "tiny";   ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
-  int64_t batch = 4;            ///< B of the profiled step and of the loader's batches
-  int64_t seq = 64;             ///< T
-  double lr = 6e-4;             ///< AdamW learning rate
-  int warmup = 2;               ///< steps before anything is measured (allocation, caches, kernel choice)
-  int steps = 5;                ///< timed steps (without the profiler); the step time is their median
-  int top = 12;                 ///< ops printed and plotted, by self time
-  std::string trace_path;       ///< --trace: the Chrome/Perfetto trace JSON of the profiled step ("" = none)
-  std::string plots_dir;        ///< --plots: lab07_top_ops.svg and lab07_roofline.svg ("" = none)
-  std::string python;           ///< Python with torch for the per-op cost ("" = C++ only)
-  int op_calls = 2000;          ///< tiny ops per timed repeat (per-op cost = repeat time / calls)
-  int op_repeats = 7;           ///< timed repeats of op_calls (median)
-  int64_t matmul_size = 1024;   ///< n of the n x n x n matmuls that measure the peak FLOP/s
-  int64_t stream_mib = 256;     ///< MiB per array of the copy and triad that measure the bandwidth
-  int feed_steps = 12;          ///< timed training steps of each way of feeding the loop
-  int64_t doc_kib = 512;        ///< KiB of text the loader tokenizes for each sequence (on a CPU a third of a step)
-  int64_t prefetch = 2;         ///< capacity of the prefetching loader's queue
-  std::string data_dir;         ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
+  std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
+  int64_t batch = 4;           ///< B of the profiled step and of the loader's batches
+  int64_t seq = 64;            ///< T
+  double lr = 6e-4;            ///< AdamW learning rate
+  int warmup = 2;              ///< steps before anything is measured (allocation, caches, kernel choice)
+  int steps = 5;               ///< timed steps (without the profiler); the step time is their median
+  int top = 12;                ///< ops printed and plotted, by self time
+  std::string trace_path;      ///< --trace: the Chrome/Perfetto trace JSON of the profiled step ("" = none)
+  std::string plots_dir;       ///< --plots: lab07_top_ops.svg and lab07_roofline.svg ("" = none)
+  std::string python;          ///< Python with torch for the per-op cost ("" = C++ only)
+  int op_calls = 2000;         ///< tiny ops per timed repeat (per-op cost = repeat time / calls)
+  int op_repeats = 7;          ///< timed repeats of op_calls (median)
+  int64_t matmul_size = 1024;  ///< n of the n x n x n matmuls that measure the peak FLOP/s
+  int64_t stream_mib = 256;    ///< MiB per array of the copy and triad that measure the bandwidth
+  int feed_steps = 12;         ///< timed training steps of each way of feeding the loop
+  int64_t doc_kib = 512;       ///< KiB of text the loader tokenizes for each sequence (on a CPU a third of a step)
+  int64_t prefetch = 2;        ///< capacity of the prefetching loader's queue
+  std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
 };
 
 /// --quick: fewer steps and repeats, a smaller matmul and stream (seconds on a CPU).

@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <random>
 #include <thread>
 
 #include "common/device.h"
 #include "common/errors.h"
+#include "common/format.h"
 #include "common/process.h"
 #include "common/timer.h"
 #include "exercise.h"
 #include "trace.h"
 
 namespace lab07 {
+
+using speedlabs::fixed;
 
 namespace {
 
@@ -22,6 +26,10 @@ constexpr int64_t kMaxBytesPerToken = 8;
 constexpr uint64_t kModelSeed = 42;
 // Steps of one way before switching to the other.
 constexpr int kBlock = 4;
+// Prefetching must save at least this share of the loading time per step.
+constexpr double kMinHiddenShare = 0.5;
+// A share of a time lies in [0, 1]; step times measured moments apart may stray by this much beyond it.
+constexpr double kShareTolerance = 0.1;
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start) {
@@ -72,18 +80,23 @@ double measure_free_cores() {
   return speedlabs::summarize(ratios).median_ms;  // the median of the ratios (summarize is unit-free)
 }
 
-DocumentBatches::DocumentBatches(const datasets::GPT2Tokenizer& tokenizer, std::string text, int64_t batch,
-                                 int64_t seq, int64_t doc_bytes, bool pin, uint64_t seed)
-    : tokenizer_(tokenizer), text_(std::move(text)), batch_(batch), seq_(seq), doc_bytes_(doc_bytes), pin_(pin),
+DocumentBatches::DocumentBatches(const datasets::GPT2Tokenizer& tokenizer, std::string text, int64_t batch, int64_t seq,
+                                 int64_t doc_bytes, bool pin, uint64_t seed)
+    : tokenizer_(tokenizer),
+      text_(std::move(text)),
+      batch_(batch),
+      seq_(seq),
+      doc_bytes_(doc_bytes),
+      pin_(pin),
       seed_(seed) {
   if (doc_bytes_ > static_cast<int64_t>(text_.size())) {
     throw speedlabs::UsageError("a document of " + std::to_string(doc_bytes_) + " bytes is longer than the text (" +
                                 std::to_string(text_.size()) + " bytes)");
   }
   if (doc_bytes_ < kMaxBytesPerToken * (seq_ + 1)) {
-    throw speedlabs::UsageError("a document of " + std::to_string(doc_bytes_) + " bytes may hold fewer than T+1 = " +
-                                std::to_string(seq_ + 1) + " tokens: give at least " +
-                                std::to_string(kMaxBytesPerToken * (seq_ + 1)) + " bytes");
+    throw speedlabs::UsageError("a document of " + std::to_string(doc_bytes_) +
+                                " bytes may hold fewer than T+1 = " + std::to_string(seq_ + 1) +
+                                " tokens: give at least " + std::to_string(kMaxBytesPerToken * (seq_ + 1)) + " bytes");
   }
 }
 
@@ -110,12 +123,45 @@ datasets::Batch DocumentBatches::make(int64_t index) const {
   return {x, y};
 }
 
+namespace {
+
+// What the alternating blocks recorded, step by step.
+struct FeedSamples {
+  std::vector<double> sync_ms, prefetch_ms, load_ms, wait_ms;
+  std::vector<std::pair<int64_t, int64_t>> prefetched;  // (index, fingerprint) of each batch the loader gave
+};
+
+// The blocks' medians and shares, and whether the loader gave the maker's batches, into @p result.
+void summarize_feeding(const FeedSamples& samples, const DocumentBatches& batches, FeedResult& result) {
+  const auto& [sync_ms, prefetch_ms, load_ms, wait_ms, prefetched] = samples;
+  // Per block: a synchronous block and the prefetched block right after it ran moments apart. Their medians
+  // are compared, not single steps: one training step varies by about as much as a batch takes to load.
+  const auto median_of = [](const std::vector<double>& v, size_t from, size_t count) {
+    return speedlabs::summarize_samples({v.begin() + from, v.begin() + from + count}).median;
+  };
+  for (size_t from = 0; from < prefetch_ms.size(); from += kBlock) {
+    const size_t count = std::min<size_t>(kBlock, prefetch_ms.size() - from);
+    result.hidden_shares.push_back((median_of(sync_ms, from, count) - median_of(prefetch_ms, from, count)) /
+                                   median_of(load_ms, from, count));
+  }
+  result.load_samples_ms = load_ms;
+  result.same_batches = std::all_of(prefetched.begin(), prefetched.end(), [&](const auto& given) {
+    return fingerprint(batches.make(given.first).x) == given.second;
+  });
+  result.load_ms = speedlabs::summarize(load_ms).median_ms;
+  result.wait_ms = speedlabs::summarize(wait_ms).median_ms;
+  result.sync_step_ms = speedlabs::summarize(sync_ms).median_ms;
+  result.prefetch_step_ms = speedlabs::summarize(prefetch_ms).median_ms;
+}
+
+}  // namespace
+
 FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt::GPTConfig& model_config, double lr,
                            int warmup, int steps, int64_t prefetch, const c10::Device& device) {
   FeedResult result;
   result.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = device.is_cpu() ? std::max(1, std::min(at::get_num_threads(), result.cores - 1))
-                                      : at::get_num_threads();
+  const int threads =
+      device.is_cpu() ? std::max(1, std::min(at::get_num_threads(), result.cores - 1)) : at::get_num_threads();
   ThreadsScope scope(threads);
   result.torch_threads = threads;
 
@@ -137,8 +183,8 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   for (int i = 0; i < warmup; ++i) train_on(batches.make(next_index++));
   // The two ways alternate in blocks on the same model, so that a burst of other work on a shared machine
   // hits both alike; each block of the prefetched way starts a loader and stops it early at its end.
-  std::vector<double> sync_ms, prefetch_ms, load_ms, wait_ms;
-  std::vector<std::pair<int64_t, int64_t>> prefetched;  // (index, fingerprint) of each batch the loader gave
+  FeedSamples samples;
+  auto& [sync_ms, prefetch_ms, load_ms, wait_ms, prefetched] = samples;
   result.all_pinned = true;
   const speedlabs::ContentionProbe probe;
   for (int done = 0; done < steps; done += kBlock) {
@@ -152,8 +198,8 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
       sync_ms.push_back(ms_since(start));
     }
     const int64_t first = next_index;
-    PrefetchLoader loader([&batches, first](int64_t i) { return std::optional<datasets::Batch>(batches.make(first + i)); },
-                          prefetch);
+    PrefetchLoader loader(
+        [&batches, first](int64_t i) { return std::optional<datasets::Batch>(batches.make(first + i)); }, prefetch);
     for (int i = 0; i < block; ++i) {
       const auto start = Clock::now();
       auto batch = loader.next();
@@ -168,30 +214,76 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
 
   result.contention = probe.read();
   result.free_cores = std::min(free_before, measure_free_cores());
-  // Per block: a synchronous block and the prefetched block right after it ran moments apart. Their medians
-  // are compared, not single steps: one training step varies by about as much as a batch takes to load.
-  const auto median_of = [](const std::vector<double>& v, size_t from, size_t count) {
-    return speedlabs::summarize_samples({v.begin() + from, v.begin() + from + count}).median;
-  };
-  for (size_t from = 0; from < prefetch_ms.size(); from += kBlock) {
-    const size_t count = std::min<size_t>(kBlock, prefetch_ms.size() - from);
-    result.hidden_shares.push_back((median_of(sync_ms, from, count) - median_of(prefetch_ms, from, count)) /
-                                   median_of(load_ms, from, count));
-  }
-  result.load_samples_ms = load_ms;
   const auto all = torch::stack(losses).cpu();
   if (!torch::isfinite(all).all().item<bool>()) {
     throw speedlabs::RuntimeFailure("the loader comparison's loss is not finite: " + c10::str(all));
   }
   result.last_loss = all[-1].item<double>();
-  result.same_batches = std::all_of(prefetched.begin(), prefetched.end(), [&](const auto& given) {
-    return fingerprint(batches.make(given.first).x) == given.second;
-  });
-  result.load_ms = speedlabs::summarize(load_ms).median_ms;
-  result.wait_ms = speedlabs::summarize(wait_ms).median_ms;
-  result.sync_step_ms = speedlabs::summarize(sync_ms).median_ms;
-  result.prefetch_step_ms = speedlabs::summarize(prefetch_ms).median_ms;
+  summarize_feeding(samples, batches, result);
   return result;
+}
+
+// --- the loaders' observations ------------------------------------------------------------------------
+
+void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlabs::Report& report) {
+  const double saved_ms = feed.sync_step_ms - feed.prefetch_step_ms;
+  std::cout << "loading: " << fixed(feed.load_ms, 2) << " ms/batch; median step with the loading inside "
+            << fixed(feed.sync_step_ms, 2) << " ms, prefetched " << fixed(feed.prefetch_step_ms, 2) << " ms (waited "
+            << fixed(feed.wait_ms, 3) << " ms in next()); saved " << fixed(saved_ms, 2) << " ms/step; "
+            << feed.torch_threads << " training thread(s) of " << feed.cores << " cores, " << fixed(feed.free_cores, 2)
+            << " free for this run\n";
+  const double load_share = feed.load_ms / feed.sync_step_ms;
+  speedlabs::Evidence load;
+  load.value = speedlabs::summarize_samples(feed.load_samples_ms);
+  load.contention = feed.contention;
+  load.bounds = {{"loading's share of the step that contains it", load_share, 0.0, 1.0}};
+  report.decide(
+      "loader_cost_ms", "preparing one batch (tokenizing its documents) costs real time",
+      {{"ms_per_batch", feed.load_ms}, {"share_of_sync_step", load_share}}, "> 0 (reported)", load,
+      [](double ms) { return ms > 0; }, false);
+  report.check("prefetch_same_batches",
+               "the prefetched steps train on exactly the batches the maker gives for their numbers, in order",
+               feed.same_batches, "true", feed.same_batches);
+  const std::string claim =
+      "prefetching on a background thread hides the loading: the prefetched loop is faster per step by at least "
+      "half the loading time";
+  const std::string expected = "saved >= " + fixed(kMinHiddenShare, 1) + " x loading time";
+  // Two threads racing each other only shows what it should when both can run at once.
+  constexpr double kMinFreeCores = 1.5;
+  if (feed.cores < 2 || feed.free_cores < kMinFreeCores) {
+    report.not_applicable("prefetch_hides_loading", claim, expected,
+                          feed.cores < 2
+                              ? "this machine has " + std::to_string(feed.cores) +
+                                    " core: the worker can only take turns with the training step"
+                              : "this machine has " + std::to_string(feed.cores) +
+                                    " cores, but two threads of this run got only " + fixed(feed.free_cores, 2) +
+                                    " of them at once (other work on the machine): the worker had "
+                                    "no core of its own; measured saved " +
+                                    fixed(saved_ms, 2) + " ms of " + fixed(feed.load_ms, 2) + " ms loading");
+  } else {
+    // Decided per pair of blocks; a pair that "saved" more than its whole loading time broke the bound: the
+    // two steps differed by something else (another program, a clock change), never by prefetching alone.
+    speedlabs::Evidence evidence;
+    evidence.value = speedlabs::summarize_samples(feed.hidden_shares);
+    evidence.contention = feed.contention;
+    evidence.bounds = {{"median share of the loading hidden (saved / loading time)", evidence.value.median,
+                        -kShareTolerance, 1 + kShareTolerance}};
+    report.decide("prefetch_hides_loading", claim,
+                  {{"sync_ms", feed.sync_step_ms},
+                   {"prefetch_ms", feed.prefetch_step_ms},
+                   {"load_ms", feed.load_ms},
+                   {"saved_ms", saved_ms},
+                   {"hidden_share", evidence.value.median},
+                   {"cores", feed.cores},
+                   {"free_cores", feed.free_cores}},
+                  expected + ", per pair of blocks", evidence, [](double share) { return share >= kMinHiddenShare; });
+  }
+  const std::string pinned_claim = "on a GPU the loader's batches are in pinned memory (non_blocking copies)";
+  if (device.is_cuda()) {
+    report.check("batches_pinned", pinned_claim, feed.all_pinned, "true", feed.all_pinned);
+  } else {
+    report.not_applicable("batches_pinned", pinned_claim, "true", "runs on " + device.str() + ", no GPU");
+  }
 }
 
 }  // namespace lab07

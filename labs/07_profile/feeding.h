@@ -2,14 +2,15 @@
 /// @brief Keeping the device fed: batches whose preparation costs real time (tokenizing documents on the
 /// fly), consumed by a training loop synchronously and through the prefetching loader of the exercise.
 #pragma once
-#include "common/contention.h"
 #include <c10/core/Device.h>
+#include "common/contention.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/gpt.h"
+#include "common/observations.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"
 
@@ -48,16 +49,16 @@ class DocumentBatches {
 
 /// The same training loop fed two ways.
 struct FeedResult {
-  double load_ms = 0;            ///< median time to make one batch (inside the synchronous steps)
-  double sync_step_ms = 0;       ///< median wall time of a step that makes its own batch
-  double prefetch_step_ms = 0;   ///< median wall time of a step that takes its batch from the PrefetchLoader
-  double wait_ms = 0;            ///< median time a prefetched step waited in next()
-  int torch_threads = 0;         ///< intra-op threads of the training step during the comparison
-  int cores = 0;                 ///< hardware threads of this machine
-  double free_cores = 0;         ///< how many cores two busy threads of this process got at once (1 to 2)
-  bool same_batches = false;     ///< every batch the loader gave is the one make() gives for its index
-  bool all_pinned = false;       ///< every batch the loader gave was in pinned memory (GPU runs)
-  double last_loss = 0;          ///< the last step's loss
+  double load_ms = 0;           ///< median time to make one batch (inside the synchronous steps)
+  double sync_step_ms = 0;      ///< median wall time of a step that makes its own batch
+  double prefetch_step_ms = 0;  ///< median wall time of a step that takes its batch from the PrefetchLoader
+  double wait_ms = 0;           ///< median time a prefetched step waited in next()
+  int torch_threads = 0;        ///< intra-op threads of the training step during the comparison
+  int cores = 0;                ///< hardware threads of this machine
+  double free_cores = 0;        ///< how many cores two busy threads of this process got at once (1 to 2)
+  bool same_batches = false;    ///< every batch the loader gave is the one make() gives for its index
+  bool all_pinned = false;      ///< every batch the loader gave was in pinned memory (GPU runs)
+  double last_loss = 0;         ///< the last step's loss
   /// Per pair of blocks (a synchronous block and the prefetched block after it): the median step time saved
   /// over the block's median loading time. At most 1: prefetching can hide the loading, no more.
   std::vector<double> hidden_shares;
@@ -88,5 +89,12 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
 /// amount of arithmetic, doubled, over the time of two threads doing it at once (median of 3 tries).
 /// 2 on an idle machine with two or more cores; near 1 on one core, or when other work takes the rest.
 double measure_free_cores();
+
+/// Prints what the loaders measured and records loader_cost_ms, prefetch_same_batches, prefetch_hides_loading
+/// (not applicable without a core for the worker) and batches_pinned (GPU).
+/// @param feed   compare_loaders()'s result
+/// @param device where the loop trained
+/// @param report receives the observations
+void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlabs::Report& report);
 
 }  // namespace lab07

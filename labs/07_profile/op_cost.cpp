@@ -33,9 +33,9 @@ OpCost measure_op_cost_cpp(const c10::Device& device, const OpCostOptions& optio
     };
   };
   OpCost cost;
-  cost.timings = speedlabs::time_interleaved({repeated([&] { const auto c = a + a; }),
-                                              repeated([&] { const auto y = torch::linear(x, w, b); })},
-                                             device, {options.warmup, options.repeats});
+  cost.timings = speedlabs::time_interleaved(
+      {repeated([&] { const auto c = a + a; }), repeated([&] { const auto y = torch::linear(x, w, b); })}, device,
+      {options.warmup, options.repeats});
   cost.add_us = cost.timings.sides[0].median_ms * 1e3 / options.calls;
   cost.linear_us = cost.timings.sides[1].median_ms * 1e3 / options.calls;
   return cost;
@@ -43,14 +43,13 @@ OpCost measure_op_cost_cpp(const c10::Device& device, const OpCostOptions& optio
 
 std::optional<OpCost> measure_op_cost_python(const std::string& python, const c10::Device& device,
                                              const OpCostOptions& options, std::string& failure) {
-  const std::vector<std::string> argv{python,
-                                      SPEEDLABS_SOURCE_DIR "/labs/07_profile/op_cost.py",
-                                      "--device", device.str(),
-                                      "--calls", std::to_string(options.calls),
-                                      "--repeats", std::to_string(options.repeats),
-                                      "--warmup", std::to_string(options.warmup),
-                                      "--threads", std::to_string(at::get_num_threads()),
-                                      "--linear-rows", std::to_string(kLinearRows),
+  const std::vector<std::string> argv{python,           SPEEDLABS_SOURCE_DIR "/labs/07_profile/op_cost.py",
+                                      "--device",       device.str(),
+                                      "--calls",        std::to_string(options.calls),
+                                      "--repeats",      std::to_string(options.repeats),
+                                      "--warmup",       std::to_string(options.warmup),
+                                      "--threads",      std::to_string(at::get_num_threads()),
+                                      "--linear-rows",  std::to_string(kLinearRows),
                                       "--linear-width", std::to_string(kLinearWidth)};
   speedlabs::ProcessOptions process;
   process.timeout_s = kPythonTimeoutS;

@@ -2,8 +2,8 @@
 /// @brief The host cost of one op: a 1-element add and a small linear layer, timed in C++ and in Python
 /// eager (a child process running labs/07_profile/op_cost.py with the .venv's torch).
 #pragma once
-#include "common/timer.h"
 #include <c10/core/Device.h>
+#include "common/timer.h"
 
 #include <optional>
 #include <string>
@@ -20,9 +20,9 @@ struct OpCost {
 
 /// How to time the tiny ops.
 struct OpCostOptions {
-  int calls = 2000;   ///< ops per timed repeat (the per-op cost is repeat time / calls)
-  int repeats = 7;    ///< timed repeats; the cost comes from their median
-  int warmup = 2;     ///< repeats run and discarded first
+  int calls = 2000;  ///< ops per timed repeat (the per-op cost is repeat time / calls)
+  int repeats = 7;   ///< timed repeats; the cost comes from their median
+  int warmup = 2;    ///< repeats run and discarded first
 };
 
 /// Times the two tiny ops from C++ on @p device (the device synchronized around each repeat, not each op:

@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "common/gpt.h"
+#include "common/observations.h"
 #include "common/timer.h"
 
 namespace lab07 {
 
 /// The two roofs, as measured here.
 struct Peaks {
-  double fp32_flops = 0;    ///< n^3 float32 matmul: 2 n^3 / time
-  double bf16_flops = 0;    ///< the same in bfloat16 (0 when not measured)
-  double copy_bytes = 0;    ///< bytes/s of dst.copy_(src): 2 arrays' bytes per element
-  double triad_bytes = 0;   ///< bytes/s of a = b + s * c: 3 arrays' bytes per element
+  double fp32_flops = 0;   ///< n^3 float32 matmul: 2 n^3 / time
+  double bf16_flops = 0;   ///< the same in bfloat16 (0 when not measured)
+  double copy_bytes = 0;   ///< bytes/s of dst.copy_(src): 2 arrays' bytes per element
+  double triad_bytes = 0;  ///< bytes/s of a = b + s * c: 3 arrays' bytes per element
   /// The memory roof: the faster of the copy and the triad.
   double bandwidth() const { return copy_bytes > triad_bytes ? copy_bytes : triad_bytes; }
   /// The intensity (FLOP per byte) where the float32 roof meets the memory roof.
@@ -27,12 +28,12 @@ struct Peaks {
 
 /// One op of the step, run alone at the step's shapes.
 struct OpPoint {
-  std::string id;           ///< "matmul_mlp", "gelu", ... (the observation is roofline_<id>)
-  std::string what;         ///< the op and its shape, in words
-  bool elementwise = false; ///< a few FLOPs per element read and written (no data reuse)
-  double flops = 0;         ///< floating-point operations of one call (the convention is in the .cpp)
-  double bytes = 0;         ///< the fewest bytes one call must read and write
-  double ms = 0;            ///< median time of one call
+  std::string id;            ///< "matmul_mlp", "gelu", ... (the observation is roofline_<id>)
+  std::string what;          ///< the op and its shape, in words
+  bool elementwise = false;  ///< a few FLOPs per element read and written (no data reuse)
+  double flops = 0;          ///< floating-point operations of one call (the convention is in the .cpp)
+  double bytes = 0;          ///< the fewest bytes one call must read and write
+  double ms = 0;             ///< median time of one call
   /// FLOP per byte.
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }
   /// FLOP/s achieved.
@@ -46,10 +47,10 @@ enum RoofSide : size_t { kFp32Matmul, kBf16Matmul, kCopy, kTriad, kRoofSides };
 
 /// This machine's roofs and where the step's ops sit under them, all timed in the same rounds.
 struct Roofline {
-  Peaks peaks;                       ///< each roof from its best round (a peak is a maximum)
-  std::vector<OpPoint> points;       ///< each op from its median round
-  speedlabs::Interleaved timings;    ///< every round: the roofs (RoofSide order), then the ops (points order)
-  double matmul_flops = 0;           ///< FLOPs of one roof matmul
+  Peaks peaks;                     ///< each roof from its best round (a peak is a maximum)
+  std::vector<OpPoint> points;     ///< each op from its median round
+  speedlabs::Interleaved timings;  ///< every round: the roofs (RoofSide order), then the ops (points order)
+  double matmul_flops = 0;         ///< FLOPs of one roof matmul
   /// Per round: the largest share of that round's float32 matmul rate that any elementwise op reached.
   speedlabs::Summary elementwise_peak_share() const;
 };
@@ -73,5 +74,15 @@ Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t
 /// @param peaks     the measured roofs
 /// @param intensity FLOP per byte
 double attainable_flops(const Peaks& peaks, double intensity);
+
+/// Prints the roofs and, for each op, its intensity, rate and share of the roof.
+/// @param peaks  the measured roofs
+/// @param points the ops
+void print_roofline(const Peaks& peaks, const std::vector<OpPoint>& points);
+
+/// Records peak_matmul_flops, peak_bandwidth, roofline_<op> for each op and elementwise_ops_are_memory_bound.
+/// @param roofline measure_roofline()'s result
+/// @param report   receives the observations
+void observe_roofline(const Roofline& roofline, speedlabs::Report& report);
 
 }  // namespace lab07

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "common/device.h"
 #include "common/errors.h"
@@ -18,8 +21,8 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
-torch::Tensor ranged_train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer,
-                                const torch::Tensor& x, const torch::Tensor& y) {
+torch::Tensor ranged_train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x,
+                                const torch::Tensor& y) {
   // The plain fp32 step with a named range around each phase, so the trace shows where the step's time
   // goes; lab 05's train_step (the exercise) is the same step without the ranges, with precisions.
   torch::Tensor loss;
@@ -79,24 +82,35 @@ std::vector<OpTime> rank(const std::unordered_map<std::string, OpTime>& by_name,
   return ranked;
 }
 
-// Saves the trace next to its destination under a temporary name, then renames it into place, so a
-// reader never sees half a trace (common/files' rule, for a file that libtorch writes itself).
+// Saves the trace next to its destination under a temporary name, checks it, then renames it into place, so a
+// reader never sees half a trace (common/files' rule, for a file that libtorch writes itself). libtorch reports
+// no write error (on a full disk it leaves a truncated file, or its own "<name>.tmp"), so the check is a parse;
+// both temporary names are removed on every way out.
 void save_atomically(profiler::ProfilerResult& result, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  const fs::path temporary = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(getpid()));
-  std::error_code error;
+  const fs::path temporary =
+      target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(getpid()));
+  struct RemovedOnExit {
+    std::vector<fs::path> paths;
+    ~RemovedOnExit() {
+      std::error_code ignored;
+      for (const auto& p : paths) fs::remove(p, ignored);
+    }
+  } const temporaries{{temporary, temporary.string() + ".tmp"}};
+  const std::string failed = "cannot write the trace '" + path + "'";
   try {
     result.save(temporary.string());
   } catch (const std::exception& e) {
-    fs::remove(temporary, error);
-    throw speedlabs::RuntimeFailure("cannot write the trace '" + path + "': " + e.what());
+    throw speedlabs::RuntimeFailure(failed + ": " + e.what());
   }
+  std::ifstream saved(temporary);
+  if (!saved || !nlohmann::json::accept(saved)) {
+    throw speedlabs::RuntimeFailure(failed + ": libtorch wrote an incomplete file (is the disk full?)");
+  }
+  std::error_code error;
   fs::rename(temporary, target, error);
-  if (error || !fs::exists(target)) {
-    fs::remove(temporary, error);
-    throw speedlabs::RuntimeFailure("cannot write the trace '" + path + "'");
-  }
+  if (error) throw speedlabs::RuntimeFailure(failed + ": " + error.message());
 }
 
 }  // namespace

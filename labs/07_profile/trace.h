@@ -26,27 +26,27 @@ inline const std::vector<std::string>& step_ranges() {
 /// @param x         (B, T) input ids on the model's device
 /// @param y         (B, T) target ids on the model's device
 /// @return the loss, detached (a 0-dim tensor on the device)
-torch::Tensor ranged_train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer,
-                                const torch::Tensor& x, const torch::Tensor& y);
+torch::Tensor ranged_train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& optimizer, const torch::Tensor& x,
+                                const torch::Tensor& y);
 
 /// One op name's share of the profiled step.
 struct OpTime {
-  std::string name;     ///< e.g. "aten::addmm"
-  int64_t calls = 0;    ///< how often it ran in the step
-  double self_ms = 0;   ///< time inside it but not inside an op it called, summed over its calls
-  double share = 0;     ///< self_ms / the step's time
+  std::string name;    ///< e.g. "aten::addmm"
+  int64_t calls = 0;   ///< how often it ran in the step
+  double self_ms = 0;  ///< time inside it but not inside an op it called, summed over its calls
+  double share = 0;    ///< self_ms / the step's time
 };
 
 /// What one profiled step showed.
 struct StepProfile {
-  double step_ms = 0;                     ///< from the start of "forward" to the end of "optimizer" (host)
-  std::map<std::string, double> range_ms; ///< duration of each named range (host)
-  std::map<std::string, int> range_count; ///< how often each named range appears (1 each: no warm-up steps)
-  std::vector<OpTime> ops;                ///< every CPU op name, by self time, largest first
-  int64_t op_calls = 0;                   ///< top-level op calls: aten ops not inside another aten op
-  int64_t cuda_kernels = 0;               ///< GPU kernels in the trace (0 on a CPU)
-  std::vector<OpTime> kernels;            ///< GPU kernels by time, largest first (share of step_ms)
-  double loss = 0;                        ///< the profiled step's loss
+  double step_ms = 0;                      ///< from the start of "forward" to the end of "optimizer" (host)
+  std::map<std::string, double> range_ms;  ///< duration of each named range (host)
+  std::map<std::string, int> range_count;  ///< how often each named range appears (1 each: no warm-up steps)
+  std::vector<OpTime> ops;                 ///< every CPU op name, by self time, largest first
+  int64_t op_calls = 0;                    ///< top-level op calls: aten ops not inside another aten op
+  int64_t cuda_kernels = 0;                ///< GPU kernels in the trace (0 on a CPU)
+  std::vector<OpTime> kernels;             ///< GPU kernels by time, largest first (share of step_ms)
+  double loss = 0;                         ///< the profiled step's loss
 };
 
 /// Profiles one call of @p step with the Kineto profiler (CPU activities, plus CUDA on a GPU), after

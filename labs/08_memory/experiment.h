@@ -18,14 +18,14 @@ namespace lab08 {
 
 /// What the lab runs.
 struct Config {
-  std::string model = "tiny";          ///< "tiny" or "gpt2" (common/gpt.h)
-  int64_t batch = 4;                   ///< B of the phase-by-phase step
-  int64_t seq = 128;                   ///< T of the phase-by-phase step (at most the model's block size)
+  std::string model = "tiny";                        ///< "tiny" or "gpt2" (common/gpt.h)
+  int64_t batch = 4;                                 ///< B of the phase-by-phase step
+  int64_t seq = 128;                                 ///< T of the phase-by-phase step (at most the model's block size)
   std::vector<int64_t> checkpoint_seqs = {64, 128};  ///< the two sequence lengths of the checkpointing part
-  double budget_mb = 512;              ///< --budget-mb: the memory the largest batch must fit in (MiB)
-  int warmup = 1;                      ///< timed steps discarded before measuring
-  int repeats = 5;                     ///< timed steps measured (the median is reported)
-  std::string results_dir;             ///< where the phases' data and the SVG plot go ("" for none)
+  double budget_mb = 512;                            ///< --budget-mb: the memory the largest batch must fit in (MiB)
+  int warmup = 1;                                    ///< timed steps discarded before measuring
+  int repeats = 5;                                   ///< timed steps measured (the median is reported)
+  std::string results_dir;                           ///< where the phases' data and the SVG plot go ("" for none)
 };
 
 /// The --quick sizes: tiny model, B=2, T=32, checkpointing at T=16 and 32, a 160 MiB budget.
@@ -33,14 +33,14 @@ Config quick_config();
 
 /// The sizes the formulas need: from the model's config, N counted from its parameters.
 struct ModelShape {
-  int64_t params = 0;  ///< N, distinct parameters (the tied lm_head counted once)
-  int64_t tensors = 0; ///< how many parameter tensors (for the GPU allocator's per-tensor rounding)
+  int64_t params = 0;         ///< N, distinct parameters (the tied lm_head counted once)
+  int64_t tensors = 0;        ///< how many parameter tensors (for the GPU allocator's per-tensor rounding)
   int64_t largest_param = 0;  ///< elements of the largest parameter (the token embedding)
   int64_t matmul_params = 0;  ///< elements of the weights and biases that feed matmuls (all but wpe and LayerNorms)
-  int64_t n_layer = 0; ///< transformer blocks
-  int64_t n_head = 0;  ///< attention heads
-  int64_t n_embd = 0;  ///< C, the width of the residual stream
-  int64_t vocab = 0;   ///< V
+  int64_t n_layer = 0;        ///< transformer blocks
+  int64_t n_head = 0;         ///< attention heads
+  int64_t n_embd = 0;         ///< C, the width of the residual stream
+  int64_t vocab = 0;          ///< V
 };
 
 /// The shape of config @p model ("tiny" or "gpt2"), N counted from a model built on the CPU.
@@ -88,10 +88,10 @@ int64_t largest_batch_formula(const ModelShape& shape, int64_t seq, bool checkpo
 /// One row of the training-memory table for a model of N parameters (it extends lab 02's weights-only
 /// figure: 7B parameters are 28 GB in float32, 14 GB in 16 bits).
 struct TrainingMemoryRow {
-  std::string recipe;       ///< how the model is trained
-  double weight_bytes = 0;  ///< bytes per parameter of the weights the forward reads
-  double master_bytes = 0;  ///< bytes per parameter of float32 master weights kept beside them
-  double grad_bytes = 0;    ///< bytes per parameter of the gradients
+  std::string recipe;          ///< how the model is trained
+  double weight_bytes = 0;     ///< bytes per parameter of the weights the forward reads
+  double master_bytes = 0;     ///< bytes per parameter of float32 master weights kept beside them
+  double grad_bytes = 0;       ///< bytes per parameter of the gradients
   double optimizer_bytes = 0;  ///< bytes per parameter of AdamW's two moments
   /// Bytes per parameter in all.
   double per_param() const { return weight_bytes + master_bytes + grad_bytes + optimizer_bytes; }
@@ -105,14 +105,14 @@ std::vector<TrainingMemoryRow> training_memory_table();
 /// Bytes of the tensors a step holds at each phase, measured by the allocator, relative to the bytes
 /// live before the model was built.
 struct PhaseBytes {
-  int64_t weights = 0;         ///< after building the model
-  int64_t after_forward = 0;   ///< after the forward and the loss: weights + saved activations
-  int64_t backward_peak = 0;   ///< the most during backward
-  int64_t after_backward = 0;  ///< after backward: weights + gradients (activations freed)
-  int64_t after_step = 0;      ///< after the first AdamW step: + the two moments
-  int64_t step_peak = 0;       ///< the most during that AdamW step
+  int64_t weights = 0;              ///< after building the model
+  int64_t after_forward = 0;        ///< after the forward and the loss: weights + saved activations
+  int64_t backward_peak = 0;        ///< the most during backward
+  int64_t after_backward = 0;       ///< after backward: weights + gradients (activations freed)
+  int64_t after_step = 0;           ///< after the first AdamW step: + the two moments
+  int64_t step_peak = 0;            ///< the most during that AdamW step
   std::optional<int64_t> reserved;  ///< on a GPU: bytes the caching allocator holds from the driver at the end
-  double loss = 0;             ///< the step's loss
+  double loss = 0;                  ///< the step's loss
 
   /// The saved activations: after_forward - weights.
   int64_t activations() const { return after_forward - weights; }
@@ -124,10 +124,10 @@ struct PhaseBytes {
 
 /// How one measured step runs.
 struct StepSetup {
-  int64_t batch = 4;                          ///< B
-  int64_t seq = 128;                          ///< T
-  std::optional<c10::ScalarType> autocast;    ///< the forward under autocast to this dtype; nullopt: float32
-  bool checkpoint = false;                    ///< every block through checkpointed_block()
+  int64_t batch = 4;                        ///< B
+  int64_t seq = 128;                        ///< T
+  std::optional<c10::ScalarType> autocast;  ///< the forward under autocast to this dtype; nullopt: float32
+  bool checkpoint = false;                  ///< every block through checkpointed_block()
 };
 
 /// Builds the model (seeded, so every call builds the same weights) and an AdamW, and measures the
@@ -162,19 +162,6 @@ struct CheckpointParity {
 CheckpointParity compare_checkpointed_step(const std::string& model, int64_t batch, int64_t seq,
                                            const c10::Device& device);
 
-/// Median milliseconds of a full training step (forward, backward, AdamW, zero_grad) of two setups,
-/// timed in alternation (one step of each per round), so that a machine whose load changes during the
-/// measurement slows both alike.
-/// @param model   "tiny" or "gpt2"
-/// @param a       the first setup
-/// @param b       the second setup (same B and T)
-/// @param device  the device
-/// @param warmup  rounds discarded first
-/// @param repeats rounds measured
-/// @return the medians of a and of b, in ms
-std::pair<double, double> time_steps_ms(const std::string& model, const StepSetup& a, const StepSetup& b,
-                                        const c10::Device& device, int warmup, int repeats);
-
 /// Writes memory_phases.dat, memory_phases.gp and (with gnuplot installed) memory_phases.svg to
 /// @p dir: live bytes over the phases of one step, one line per run.
 /// @param dir    the folder (created)
@@ -182,7 +169,8 @@ std::pair<double, double> time_steps_ms(const std::string& model, const StepSetu
 /// @return a line saying what was written, or why there is no SVG
 std::string write_phase_plot(const std::string& dir, const std::vector<std::pair<std::string, PhaseBytes>>& runs);
 
-/// The whole lab: checks the budget (UsageError when not even B = 1 fits with checkpointing), then
+/// The whole lab: checks the budget (UsageError when not even B = 1 fits with checkpointing) and the batch
+/// (UsageError when its float32 step is predicted not to fit the device's memory), then
 /// the phases, precision, checkpointing and largest-batch parts, printing tables and recording the
 /// observations.
 /// @param config what to run

@@ -7,10 +7,10 @@ int main(int argc, char** argv) {
   using lab08::Config;
   speedlabs::ConfigFlags<Config> flags;
   return speedlabs::run_lab(
-      argc, argv, {"08", "08_memory", "where the memory of a training step goes, predicted and measured; checkpointing"},
+      argc, argv,
+      {"08", "08_memory", "where the memory of a training step goes, predicted and measured; checkpointing"},
       [&](CLI::App& app) {
-        flags.option(app, "--config", &Config::model, "model size: tiny (CPU-friendly) or gpt2 (124M)")
-            ->check(CLI::IsMember({"tiny", "gpt2"}));
+        flags.model_option(app, &Config::model);
         flags.int_option(app, "--batch", &Config::batch, "B of the measured step");
         flags.int_option(app, "--seq", &Config::seq, "T of the measured step (checkpointing also runs T/2)");
         flags.number_option(app, "--budget-mb", &Config::budget_mb, "memory budget for the largest batch, MiB");
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
                      "write memory_phases.dat, memory_phases.gp and memory_phases.svg (gnuplot) here");
       },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        Config config = flags.apply(context.flags.quick ? lab08::quick_config() : Config{});
+        Config config = flags.configure(context, lab08::quick_config);
         const int64_t seq = config.seq;
         config.checkpoint_seqs = seq > 1 ? std::vector<int64_t>{seq / 2, seq} : std::vector<int64_t>{seq};
         if (!config.results_dir.empty()) speedlabs::require_output_folder(config.results_dir);

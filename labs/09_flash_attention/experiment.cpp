@@ -14,8 +14,8 @@
 #include "attention_backward.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/memory.h"
 #include "common/named_enum.h"
-#include "common/host_memory.h"
 #include "common/plot.h"
 #include "common/process.h"
 #include "common/progress.h"
@@ -51,49 +51,56 @@ const Measurement& SizeResult::of(Method method) const {
   throw std::out_of_range("lab09: no measurement of " + to_string(method) + " at T=" + std::to_string(seq));
 }
 
+int64_t tile_steps(int64_t seq, int64_t q_tile, int64_t kv_tile) {
+  int64_t steps = 0;
+  for (int64_t q0 = 0; q0 < seq; q0 += q_tile) {
+    const int64_t keys = std::min(seq, q0 + q_tile);  // the block's last row sees keys 0..keys-1
+    steps += (keys + kv_tile - 1) / kv_tile;
+  }
+  return steps;
+}
+
 std::string sdpa_kernel_name(const torch::Tensor& q) {
   const auto choice = static_cast<at::SDPBackend>(at::_fused_sdp_choice(q, q, q, {}, 0.0, /*is_causal=*/true));
   switch (choice) {
-    case at::SDPBackend::math: return "math (the written-out attention, composed of ATen ops)";
-    case at::SDPBackend::flash_attention: return "flash_attention (a tiled kernel with an online softmax)";
-    case at::SDPBackend::efficient_attention: return "efficient_attention (memory-efficient, tiled)";
-    case at::SDPBackend::cudnn_attention: return "cudnn_attention";
-    case at::SDPBackend::overrideable: return "overrideable (a backend's own kernel)";
-    case at::SDPBackend::error: break;
+    case at::SDPBackend::math:
+      return "math (the written-out attention, composed of ATen ops)";
+    case at::SDPBackend::flash_attention:
+      return "flash_attention (a tiled kernel with an online softmax)";
+    case at::SDPBackend::efficient_attention:
+      return "efficient_attention (memory-efficient, tiled)";
+    case at::SDPBackend::cudnn_attention:
+      return "cudnn_attention";
+    case at::SDPBackend::overrideable:
+      return "overrideable (a backend's own kernel)";
+    case at::SDPBackend::error:
+      break;
   }
   return "none fits these inputs";
 }
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 using speedlabs::ProgressBar;
 
 torch::Tensor attention(Method method, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const Config& config) {
   switch (method) {
-    case Method::written_out: return lab05::causal_attention(q, k, v);
-    case Method::tiled: return tiled_attention_forward(q, k, v, config.q_tile, config.kv_tile).out;
-    case Method::sdpa: return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    case Method::written_out:
+      return lab05::causal_attention(q, k, v);
+    case Method::tiled:
+      return tiled_attention_forward(q, k, v, config.q_tile, config.kv_tile).out;
+    case Method::sdpa:
+      return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
   }
   throw std::logic_error("lab09: unknown method");
 }
 
-// Peak host bytes one call allocates beyond what was live before it: its scores, temporaries and result.
-// (The counter sees tensor storage only: scratch space that oneDNN or MKL allocate on their own is not in it.)
-int64_t extra_peak_bytes(const std::function<void()>& call) {
-  const int64_t live_before = speedlabs::host_memory_stats().live_bytes;
-  speedlabs::reset_host_memory_peak();
-  call();
-  return speedlabs::host_memory_stats().peak_bytes - live_before;
-}
+double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
-double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
-
-SizeResult measure_size(int64_t seq, const Config& config, ProgressBar& bar) {
+// The extra peak bytes are those of CPU tensor storage, counted by @p meter: scratch space that oneDNN or MKL
+// allocate on their own is not in them.
+SizeResult measure_size(int64_t seq, const Config& config, speedlabs::TensorMemoryMeter& meter, ProgressBar& bar) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(config.seed + static_cast<uint64_t>(seq));
   const auto q = torch::randn({config.batch, config.heads, seq, config.head_size});
@@ -102,9 +109,12 @@ SizeResult measure_size(int64_t seq, const Config& config, ProgressBar& bar) {
 
   SizeResult result;
   result.seq = seq;
+  const std::string where = "during the measurements at T=" + std::to_string(seq);
   {
     const auto tiled = attention(Method::tiled, q, k, v, config);
+    speedlabs::stop_if_asked(where);
     result.max_error_vs_written_out = max_abs_difference(tiled, attention(Method::written_out, q, k, v, config));
+    speedlabs::stop_if_asked(where);
     result.max_error_vs_sdpa = max_abs_difference(tiled, attention(Method::sdpa, q, k, v, config));
   }
   // The three methods are timed interleaved, round after round (common/timer's time_interleaved), so each
@@ -114,7 +124,7 @@ SizeResult measure_size(int64_t seq, const Config& config, ProgressBar& bar) {
   std::vector<std::function<void()>> calls;
   for (const Method method : methods) {
     calls.emplace_back([&, method] {
-      speedlabs::stop_if_asked("during the measurements");
+      speedlabs::stop_if_asked(where);
       attention(method, q, k, v, config);
     });
   }
@@ -126,12 +136,12 @@ SizeResult measure_size(int64_t seq, const Config& config, ProgressBar& bar) {
   options.budget_s = kRoundsBudgetS;
   const speedlabs::Interleaved timed = speedlabs::time_interleaved(calls, cpu, options);
   for (size_t i = 0; i < methods.size(); ++i) {
-    speedlabs::stop_if_asked("during the measurements");
+    speedlabs::stop_if_asked(where);
     bar.step("T=" + std::to_string(seq) + " " + to_string(methods[i]) + " peak memory");
     Measurement measurement;
     measurement.method = methods[i];
     measurement.time = timed.sides[i];
-    measurement.extra_bytes = extra_peak_bytes(calls[i]);
+    measurement.extra_bytes = meter.extra_peak_bytes(calls[i]);
     result.methods.push_back(measurement);
   }
   result.tiled_over_sdpa = timed.ratio(1, 2);
@@ -155,7 +165,7 @@ double backward_max_error(const Config& config) {
   return worst;
 }
 
-std::string megabytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / kMiB, 1); }
+std::string megabytes(int64_t bytes) { return fixed(speedlabs::to_mib(static_cast<double>(bytes)), 1); }
 
 void print_table(const Results& results) {
   std::cout << "\n  causal attention, fp32 on the CPU; SDPA ran " << results.sdpa_cpu_kernel << "\n";
@@ -167,9 +177,9 @@ void print_table(const Results& results) {
       const std::string error = m.method == Method::written_out ? fixed(size.max_error_vs_written_out * 1e6, 2) + "e-6"
                                 : m.method == Method::sdpa      ? fixed(size.max_error_vs_sdpa * 1e6, 2) + "e-6"
                                                                 : "";
-      std::cout << std::setw(7) << size.seq << "  " << std::left << std::setw(12) << to_string(m.method)
-                << "  " << std::setw(26) << range.str() << std::right << std::setw(14)
-                << megabytes(m.extra_bytes) << "   " << error << "\n";
+      std::cout << std::setw(7) << size.seq << "  " << std::left << std::setw(12) << to_string(m.method) << "  "
+                << std::setw(26) << range.str() << std::right << std::setw(14) << megabytes(m.extra_bytes) << "   "
+                << error << "\n";
     }
   }
   std::cout << "\n";
@@ -201,13 +211,15 @@ void observe(const Config& config, const Results& results, speedlabs::Report& re
   }
   report.check("tiled_matches_reference",
                "the tiled forward gives the written-out attention's output and SDPA's, at every T measured, with "
-               "tiles of " + std::to_string(config.q_tile) + " x " + std::to_string(config.kv_tile),
+               "tiles of " +
+                   std::to_string(config.q_tile) + " x " + std::to_string(config.kv_tile),
                errors, "max |difference| <= " + fixed(kForwardTolerance * 1e6, 0) + "e-6 (float32 rounding)",
                worst_written <= kForwardTolerance && worst_sdpa <= kForwardTolerance);
 
   report.check("tiled_backward_matches_autograd",
                "the backward from the log-sum-exp (scores recomputed tile by tile) gives autograd's gradients "
-               "through the written-out attention, at T=" + std::to_string(config.backward_seq),
+               "through the written-out attention, at T=" +
+                   std::to_string(config.backward_seq),
                {{"max_abs_error", results.backward_max_error}},
                "max |difference| over dq, dk, dv <= " + fixed(kBackwardTolerance * 1e6, 0) + "e-6",
                results.backward_max_error <= kBackwardTolerance);
@@ -238,17 +250,18 @@ void observe(const Config& config, const Results& results, speedlabs::Report& re
   evidence.bounds = {speedlabs::positive_finite("tiled / SDPA time within a round (median)", ratio.median),
                      speedlabs::positive_finite("tiled median ms", tiled_ms),
                      speedlabs::positive_finite("SDPA median ms", sdpa_ms)};
-  report.decide("tiled_vs_sdpa_time",
-                "time of the tiled forward over libtorch's SDPA (" + results.sdpa_cpu_kernel + ") at " + at_largest,
-                {{"T", largest.seq},
-                 {"tiled_ms", tiled_ms},
-                 {"sdpa_ms", sdpa_ms},
-                 {"ratio", ratio.median},
-                 {"ratio_q1", ratio.q1},
-                 {"ratio_q3", ratio.q3},
-                 {"rounds", ratio.count}},
-                "reported; the goal is at most 2x at T=4096", evidence, [](double r) { return r <= 2.0; },
-                /*must_hold=*/false);
+  report.decide(
+      "tiled_vs_sdpa_time",
+      "time of the tiled forward over libtorch's SDPA (" + results.sdpa_cpu_kernel + ") at " + at_largest,
+      {{"T", largest.seq},
+       {"tiled_ms", tiled_ms},
+       {"sdpa_ms", sdpa_ms},
+       {"ratio", ratio.median},
+       {"ratio_q1", ratio.q1},
+       {"ratio_q3", ratio.q3},
+       {"rounds", ratio.count}},
+      "reported; the goal is at most 2x at T=4096", evidence, [](double r) { return r <= 2.0; },
+      /*must_hold=*/false);
 
   const int64_t written_bytes = largest.of(Method::written_out).extra_bytes;
   const int64_t tiled_bytes = largest.of(Method::tiled).extra_bytes;
@@ -256,8 +269,8 @@ void observe(const Config& config, const Results& results, speedlabs::Report& re
                "extra peak memory of the written-out attention over the tiled one at " + at_largest +
                    (largest.seq == 4096 ? "" : " (the largest T of this run; the full run measures 4096)"),
                {{"T", largest.seq},
-                {"written_out_MiB", static_cast<double>(written_bytes) / kMiB},
-                {"tiled_MiB", static_cast<double>(tiled_bytes) / kMiB},
+                {"written_out_MiB", speedlabs::to_mib(static_cast<double>(written_bytes))},
+                {"tiled_MiB", speedlabs::to_mib(static_cast<double>(tiled_bytes))},
                 {"ratio", static_cast<double>(written_bytes) / static_cast<double>(std::max<int64_t>(tiled_bytes, 1))}},
                "reported", true, /*must_hold=*/false);
 }
@@ -270,12 +283,33 @@ std::string plot_data(const Results& results) {
     data << size.seq;
     for (const Method method : {Method::written_out, Method::tiled, Method::sdpa}) {
       const auto& m = size.of(method);
-      data << " " << m.time.median_ms << " " << static_cast<double>(m.extra_bytes) / kMiB;
+      data << " " << m.time.median_ms << " " << speedlabs::to_mib(static_cast<double>(m.extra_bytes));
     }
     data << "\n";
   }
   data << "EOD\n";
   return data.str();
+}
+
+// Tiles so small that one call of the tiled forward would run for minutes, deaf to Ctrl-C, are refused
+// before anything runs, with the smallest --kv-tile that the given --q-tile allows.
+void check_tiles(const Config& config) {
+  int64_t longest = config.backward_seq;
+  for (const int64_t seq : config.seq_lengths) longest = std::max(longest, seq);
+  const int64_t steps = tile_steps(longest, config.q_tile, config.kv_tile);
+  if (steps <= kMaxTileSteps) return;
+  int64_t kv_tile = config.kv_tile;
+  while (kv_tile < longest && tile_steps(longest, config.q_tile, kv_tile) > kMaxTileSteps) ++kv_tile;
+  std::ostringstream message;
+  message << "tiles of " << config.q_tile << " x " << config.kv_tile << " make " << steps
+          << " tile steps per call of the tiled forward at T=" << longest << ", more than " << kMaxTileSteps
+          << " (one call would run for long, and a stop is answered between calls): ";
+  if (tile_steps(longest, config.q_tile, kv_tile) <= kMaxTileSteps) {
+    message << "use --kv-tile " << kv_tile << " or more with --q-tile " << config.q_tile;
+  } else {
+    message << "use larger tiles";
+  }
+  throw speedlabs::UsageError(message.str());
 }
 
 }  // namespace
@@ -312,16 +346,18 @@ unset multiplot
 
 Results run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
   if (config.seq_lengths.empty()) throw speedlabs::UsageError("lab09: no sequence length to measure");
+  check_tiles(config);
   speedlabs::install_stop_handlers();
-  speedlabs::install_host_memory_counter();  // before the inputs are made: only counted storage can be measured
+  // Before the inputs are made: only storage allocated after the meter's counter is installed is counted.
+  speedlabs::TensorMemoryMeter meter(c10::Device(c10::kCPU));
   Results results;
   results.sdpa_cpu_kernel = sdpa_kernel_name(torch::zeros({config.batch, config.heads, 1, config.head_size}));
   std::cout << "causal attention, B=" << config.batch << ", " << config.heads << " heads of " << config.head_size
-            << ", fp32 on the CPU; tiles " << config.q_tile << " x " << config.kv_tile << "; at least " << config.repeats
-            << " timed rounds per T, each calling every method once (interleaved)\n";
+            << ", fp32 on the CPU; tiles " << config.q_tile << " x " << config.kv_tile << "; at least "
+            << config.repeats << " timed rounds per T, each calling every method once (interleaved)\n";
 
   ProgressBar bar(config.progress_bar, static_cast<int>(config.seq_lengths.size()) * 4);
-  for (const int64_t seq : config.seq_lengths) results.sizes.push_back(measure_size(seq, config, bar));
+  for (const int64_t seq : config.seq_lengths) results.sizes.push_back(measure_size(seq, config, meter, bar));
   bar.clear();
   speedlabs::stop_if_asked("during the measurements");
   results.backward_max_error = backward_max_error(config);

@@ -18,18 +18,18 @@ namespace lab09 {
 /// The experiment's knobs; the defaults are GPT-2 small's attention (12 heads of 64) at three lengths.
 struct Config {
   std::vector<int64_t> seq_lengths{256, 1024, 4096};  ///< the T measured, ascending
-  int64_t batch = 1;        ///< B
-  int64_t heads = 12;       ///< n_head
-  int64_t head_size = 64;   ///< head_size
-  int64_t q_tile = 256;     ///< query rows per block of the tiled forward
-  int64_t kv_tile = 256;    ///< keys and values per block of the tiled forward
-  int warmup = 1;           ///< unmeasured rounds per T (each round calls every method once)
-  int repeats = 5;          ///< measured rounds per T, at least (the median is reported); more while the
-                            ///< times scatter, up to kMaxRoundsFactor x this, within kRoundsBudgetS
+  int64_t batch = 1;                                  ///< B
+  int64_t heads = 12;                                 ///< n_head
+  int64_t head_size = 64;                             ///< head_size
+  int64_t q_tile = 256;                               ///< query rows per block of the tiled forward
+  int64_t kv_tile = 256;                              ///< keys and values per block of the tiled forward
+  int warmup = 1;                                     ///< unmeasured rounds per T (each round calls every method once)
+  int repeats = 5;             ///< measured rounds per T, at least (the median is reported); more while the
+                               ///< times scatter, up to kMaxRoundsFactor x this, within kRoundsBudgetS
   int64_t backward_seq = 256;  ///< T of the gradient check (the written-out backward holds 3 T x T matrices)
-  std::string plots_dir;    ///< write lab09_attention_vs_T.svg here ("" = no plot)
-  uint64_t seed = 0;        ///< torch seed for q, k, v
-  bool progress_bar = true; ///< a progress bar on stderr, only when stderr is a terminal
+  std::string plots_dir;       ///< write lab09_attention_vs_T.svg here ("" = no plot)
+  uint64_t seed = 0;           ///< torch seed for q, k, v
+  bool progress_bar = true;    ///< a progress bar on stderr, only when stderr is a terminal
 };
 
 /// --quick: T = 64, 256, 512 with tiles of 64, 3 repeats, gradient check at T = 96 (a few seconds on a CPU).
@@ -52,21 +52,21 @@ inline constexpr double kRoundsBudgetS = 2.0;
 
 /// One method at one T.
 struct Measurement {
-  Method method = Method::tiled;      ///< which attention
-  speedlabs::TimingStats time;        ///< its side of the interleaved rounds (milliseconds)
-  int64_t extra_bytes = 0;            ///< peak bytes of CPU tensors during one call beyond those live before it
+  Method method = Method::tiled;  ///< which attention
+  speedlabs::TimingStats time;    ///< its side of the interleaved rounds (milliseconds)
+  int64_t extra_bytes = 0;        ///< peak bytes of CPU tensors during one call beyond those live before it
 };
 
 /// Everything measured at one T.
 struct SizeResult {
-  int64_t seq = 0;                         ///< T
-  std::vector<Measurement> methods;        ///< written_out, tiled, sdpa, in that order
-  double max_error_vs_written_out = 0;     ///< max |tiled - written out| over every element
-  double max_error_vs_sdpa = 0;            ///< max |tiled - SDPA| over every element
+  int64_t seq = 0;                      ///< T
+  std::vector<Measurement> methods;     ///< written_out, tiled, sdpa, in that order
+  double max_error_vs_written_out = 0;  ///< max |tiled - written out| over every element
+  double max_error_vs_sdpa = 0;         ///< max |tiled - SDPA| over every element
   /// The tiled forward's time over SDPA's within each round (the three methods are timed interleaved:
   /// written out, tiled, SDPA, then backwards), summarised over the rounds.
   speedlabs::Summary tiled_over_sdpa;
-  speedlabs::Contention contention;        ///< how busy the machine was during this T's rounds
+  speedlabs::Contention contention;  ///< how busy the machine was during this T's rounds
   /// The measurement of @p method (throws std::out_of_range when it is missing).
   const Measurement& of(Method method) const;
 };
@@ -88,6 +88,18 @@ inline constexpr double kLinearExponentLimit = 1.3;
 /// The exponent the written-out attention must exceed, showing the measurement can see T^2 at all.
 inline constexpr double kQuadraticExponentFloor = 1.7;
 
+/// The most tile steps (a block of queries meeting a block of keys) one call of the tiled forward may take:
+/// a call runs as one piece, and a stop (Ctrl-C, SIGTERM) is answered between calls, so it must stay short.
+/// About a second on a busy 2-core CPU at 200 us a step; the default tiles take 136 at T=4096.
+inline constexpr int64_t kMaxTileSteps = 4096;
+
+/// The tile steps of one tiled forward: each block of @p q_tile queries meets the blocks of @p kv_tile keys
+/// up to its last row (causal).
+/// @param seq     T
+/// @param q_tile  query rows per block (at least 1)
+/// @param kv_tile keys per block (at least 1)
+int64_t tile_steps(int64_t seq, int64_t q_tile, int64_t kv_tile);
+
 /// The name of the SDPA kernel libtorch would run for these inputs (at::_fused_sdp_choice), with is_causal.
 /// @param q any query tensor of the shape and device to ask about (k and v alike)
 std::string sdpa_kernel_name(const torch::Tensor& q);
@@ -96,7 +108,8 @@ std::string sdpa_kernel_name(const torch::Tensor& q);
 /// beside SDPA's GPU backends), prints the table, writes the plot, and records the observations
 /// tiled_matches_reference, tiled_backward_matches_autograd, tiled_peak_memory_linear_in_T,
 /// tiled_vs_sdpa_time, written_out_vs_tiled_memory_at_4096, cuda_kernel_matches_sdpa and
-/// cuda_kernel_vs_sdpa_time. Throws speedlabs::RuntimeFailure when Ctrl-C stops the run.
+/// cuda_kernel_vs_sdpa_time. Throws speedlabs::UsageError, before any work, when no T is given or the
+/// tiles make more than kMaxTileSteps at the largest T, and speedlabs::RuntimeFailure when Ctrl-C stops the run.
 /// @param config the run
 /// @param device the lab's device: the CPU part always runs; a CUDA device adds the kernel's part
 /// @param report receives the observations

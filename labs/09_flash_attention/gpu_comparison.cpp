@@ -14,8 +14,8 @@
 #include "common/format.h"
 #include "common/sequential.h"
 #include "common/timer.h"
-#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
-#include "flash_kernel.h"
+#ifdef SPEEDLABS_LAB09_CUDA_KERNEL
+#include "flash_attention.h"
 #endif
 
 namespace lab09 {
@@ -35,7 +35,7 @@ void not_applicable(speedlabs::Report& report, const std::string& reason) {
   report.not_applicable(kTimeId, kTimeClaim, "reported", reason, /*must_hold=*/false);
 }
 
-#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
+#ifdef SPEEDLABS_LAB09_CUDA_KERNEL
 
 // One GPU timing: the median of CUDA-event timings, or why the backend could not run.
 struct GpuTime {
@@ -43,9 +43,7 @@ struct GpuTime {
   std::string why_not;
 };
 
-std::string shown(const GpuTime& time) {
-  return time.median_ms ? fixed(*time.median_ms, 3) : "n/a";
-}
+std::string shown(const GpuTime& time) { return time.median_ms ? fixed(*time.median_ms, 3) : "n/a"; }
 
 struct GpuRow {
   int64_t seq = 0;
@@ -89,48 +87,48 @@ void time_row(const c10::Device& device, const Config& config, GpuRow& row, cons
 
 }  // namespace
 
-void compare_on_gpu(const Config& config, const c10::Device& device, speedlabs::Report& report) {
-  if (!device.is_cuda()) {
-    not_applicable(report, "no CUDA device in this run (run with --device cuda on a machine with an NVIDIA GPU)");
-    return;
-  }
-#ifndef SPEEDLABS_LAB09_FLASH_KERNEL
-  not_applicable(report, "this build found no CUDA compiler, so the kernel (flash_attention.cu) was not compiled");
-#else
-  std::vector<GpuRow> rows;
-  for (const int64_t seq : config.seq_lengths) {
-    torch::manual_seed(config.seed + static_cast<uint64_t>(seq));
-    const auto options = torch::TensorOptions().device(device).dtype(torch::kFloat);
-    const auto q = torch::randn({config.batch, config.heads, seq, config.head_size}, options);
-    const auto k = torch::randn_like(q);
-    const auto v = torch::randn_like(q);
-    auto out = torch::empty_like(q);
-    auto lse = torch::empty({config.batch, config.heads, seq}, options);
-    const auto kernel = [&] {
-      cuda::flash_attention_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
-                                    out.data_ptr<float>(), lse.data_ptr<float>(), config.batch, config.heads, seq,
-                                    config.head_size);
-    };
-    try {
-      kernel();
-    } catch (const speedlabs::NotImplementedError& e) {
-      not_applicable(report, std::string("the optional GPU exercise is not written yet: ") + e.what());
-      return;
-    } catch (const std::invalid_argument& e) {
-      not_applicable(report, e.what());
-      return;
-    }
-    GpuRow row;
-    row.seq = seq;
-    row.max_error = (out - at::scaled_dot_product_attention(q, k, v, {}, 0.0, true)).abs().max().item<double>();
-    const auto q16 = q.to(torch::kBFloat16), k16 = k.to(torch::kBFloat16), v16 = v.to(torch::kBFloat16);
-    time_row(
-        device, config, row, kernel,
-        [&] { at::_scaled_dot_product_efficient_attention(q, k, v, {}, /*compute_log_sumexp=*/false, 0.0, true); },
-        [&] { at::_scaled_dot_product_flash_attention(q16, k16, v16, 0.0, true); });
-    rows.push_back(row);
-  }
+#ifdef SPEEDLABS_LAB09_CUDA_KERNEL
 
+namespace {
+
+// One T: the kernel's output against SDPA's, then the kernel and SDPA's backends timed. nullopt, with both
+// observations recorded as not applicable, where the kernel cannot run (not written yet, a refused size).
+std::optional<GpuRow> measure_row(const Config& config, const c10::Device& device, int64_t seq,
+                                  speedlabs::Report& report) {
+  torch::manual_seed(config.seed + static_cast<uint64_t>(seq));
+  const auto options = torch::TensorOptions().device(device).dtype(torch::kFloat);
+  const auto q = torch::randn({config.batch, config.heads, seq, config.head_size}, options);
+  const auto k = torch::randn_like(q);
+  const auto v = torch::randn_like(q);
+  auto out = torch::empty_like(q);
+  auto lse = torch::empty({config.batch, config.heads, seq}, options);
+  const auto kernel = [&] {
+    cuda::flash_attention_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(),
+                                  lse.data_ptr<float>(), config.batch, config.heads, seq, config.head_size);
+  };
+  try {
+    kernel();
+  } catch (const speedlabs::NotImplementedError& e) {
+    not_applicable(report, std::string("the optional GPU exercise is not written yet: ") + e.what());
+    return std::nullopt;
+  } catch (const std::invalid_argument& e) {
+    not_applicable(report, e.what());
+    return std::nullopt;
+  }
+  GpuRow row;
+  row.seq = seq;
+  row.max_error = (out - at::scaled_dot_product_attention(q, k, v, {}, 0.0, true)).abs().max().item<double>();
+  const auto q16 = q.to(torch::kBFloat16), k16 = k.to(torch::kBFloat16), v16 = v.to(torch::kBFloat16);
+  time_row(
+      device, config, row, kernel,
+      [&] { at::_scaled_dot_product_efficient_attention(q, k, v, {}, /*compute_log_sumexp=*/false, 0.0, true); },
+      [&] { at::_scaled_dot_product_flash_attention(q16, k16, v16, 0.0, true); });
+  return row;
+}
+
+// The table of every T, and whether the kernel matched SDPA at each.
+void check_rows(const Config& config, const c10::Device& device, const std::vector<GpuRow>& rows,
+                speedlabs::Report& report) {
   std::cout << "  on " << speedlabs::describe(device) << ": SDPA with float32 inputs picks "
             << sdpa_kernel_name(torch::zeros({1, 1, 1, config.head_size}, torch::TensorOptions().device(device)))
             << "\n      T   kernel ms   SDPA efficient ms (fp32)   SDPA flash ms (bf16)   max |kernel - SDPA|\n";
@@ -147,15 +145,16 @@ void compare_on_gpu(const Config& config, const c10::Device& device, speedlabs::
   }
   report.check(kMatchId, kMatchClaim, errors, "max |difference| <= " + fixed(kGpuTolerance * 1e4, 0) + "e-4",
                worst <= kGpuTolerance);
+}
 
-  const GpuRow& last = rows.back();
+// The kernel's time at the largest T, decided on its time over SDPA efficient's within each interleaved round
+// where that backend ran; else on the kernel's own times (a positive, finite time is all a lone side can show).
+void report_time(const GpuRow& last, speedlabs::Report& report) {
   nlohmann::json measured = {{"T", last.seq}, {"kernel_ms", *last.kernel.median_ms}};
   if (last.efficient.median_ms) {
     measured["efficient_fp32_ms"] = *last.efficient.median_ms;
   }
   if (last.flash.median_ms) measured["flash_bf16_ms"] = *last.flash.median_ms;
-  // Decided on the kernel's time over SDPA efficient's within each interleaved round where that backend
-  // ran; else on the kernel's own times (a positive, finite time is all a lone side can show).
   speedlabs::Evidence evidence;
   evidence.contention = last.contention;
   evidence.bounds = {speedlabs::positive_finite("kernel median ms", *last.kernel.median_ms)};
@@ -170,8 +169,31 @@ void compare_on_gpu(const Config& config, const c10::Device& device, speedlabs::
     evidence.value = last.kernel_times;
   }
   measured["rounds"] = evidence.value.count;
-  report.decide(kTimeId, kTimeClaim, measured, "reported", evidence,
-                [](double value) { return std::isfinite(value) && value > 0; }, /*must_hold=*/false);
+  report.decide(
+      kTimeId, kTimeClaim, measured, "reported", evidence,
+      [](double value) { return std::isfinite(value) && value > 0; }, /*must_hold=*/false);
+}
+
+}  // namespace
+
+#endif
+
+void compare_on_gpu(const Config& config, const c10::Device& device, speedlabs::Report& report) {
+  if (!device.is_cuda()) {
+    not_applicable(report, "no CUDA device in this run (run with --device cuda on a machine with an NVIDIA GPU)");
+    return;
+  }
+#ifndef SPEEDLABS_LAB09_CUDA_KERNEL
+  not_applicable(report, "this build found no CUDA compiler, so the kernel (flash_attention.cu) was not compiled");
+#else
+  std::vector<GpuRow> rows;
+  for (const int64_t seq : config.seq_lengths) {
+    const auto row = measure_row(config, device, seq, report);
+    if (!row) return;
+    rows.push_back(*row);
+  }
+  check_rows(config, device, rows, report);
+  report_time(rows.back(), report);
 #endif
 }
 

@@ -14,7 +14,7 @@ namespace lab09 {
 /// below what a wrong mask, scale or rescaling costs (differences of order 0.1).
 inline constexpr double kGpuTolerance = 1e-4;
 
-/// On a CUDA @p device: at every T of @p config, runs the kernel of flash_kernel.h, compares its output with
+/// On a CUDA @p device: at every T of @p config, runs the kernel of flash_attention.h, compares its output with
 /// at::scaled_dot_product_attention on the same GPU, and times it, SDPA's memory-efficient backend (float32)
 /// and SDPA's flash backend (bfloat16: it takes 16-bit inputs only), each with CUDA events; prints a table and
 /// records cuda_kernel_matches_sdpa and cuda_kernel_vs_sdpa_time. Elsewhere, or where the kernel was not

@@ -1,8 +1,23 @@
 #include "buckets.h"
 
+#include <cmath>
+#include <sstream>
+
 #include "common/errors.h"
+#include "common/format.h"
 
 namespace lab10 {
+
+int64_t bucket_bytes(double mb) {
+  if (!std::isfinite(mb) || !(mb * speedlabs::kBytesPerMiB >= 1) || mb > kMaxBucketMb) {
+    std::ostringstream given;
+    given << mb;
+    throw speedlabs::UsageError("--bucket-mb " + given.str() +
+                                " is not a bucket size: give MiB from one byte's worth (1e-06) to " +
+                                speedlabs::fixed(kMaxBucketMb, 0) + " (1 TiB)");
+  }
+  return static_cast<int64_t>(mb * speedlabs::kBytesPerMiB);
+}
 
 GradientBuckets make_gradient_buckets(const std::vector<torch::Tensor>& params, int64_t bucket_bytes,
                                       Communicator& comm) {

@@ -20,6 +20,15 @@ namespace lab10 {
 GradientBuckets make_gradient_buckets(const std::vector<torch::Tensor>& params, int64_t bucket_bytes,
                                       Communicator& comm);
 
+/// The largest bucket, in MiB, that --bucket-mb accepts: 1 TiB, far beyond any model here, and its bytes
+/// stay well within int64.
+inline constexpr double kMaxBucketMb = 1 << 20;
+
+/// The bytes of a bucket of @p mb MiB. Throws speedlabs::UsageError, naming --bucket-mb, unless @p mb is a
+/// finite size of at least one byte and at most kMaxBucketMb.
+/// @param mb the bucket size in MiB (--bucket-mb)
+int64_t bucket_bytes(double mb);
+
 /// Registers on every parameter a gradient hook that calls on_gradient_ready(buckets, index, grad).
 /// The hooks keep a pointer to @p buckets, which must stay where it is for as long as the parameters
 /// take part in backward.

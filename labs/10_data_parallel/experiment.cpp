@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "buckets.h"
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/process.h"
@@ -80,11 +81,6 @@ std::vector<double> after_warmup(const std::vector<double>& values) {
   return {values.begin() + static_cast<std::ptrdiff_t>(std::min(skip, values.size() - 1)), values.end()};
 }
 
-// Their summary: median, quartiles, spread.
-speedlabs::Summary summary_after_warmup(const std::vector<double>& values) {
-  return speedlabs::summarize_samples(after_warmup(values));
-}
-
 // Their median.
 double median_after_warmup(const std::vector<double>& values) { return summary_after_warmup(values).median; }
 
@@ -104,6 +100,10 @@ std::string scientific(double value) {
 
 }  // namespace
 
+speedlabs::Summary summary_after_warmup(const std::vector<double>& step_ms) {
+  return speedlabs::summarize_samples(after_warmup(step_ms));
+}
+
 Config quick_config() {
   Config config;
   config.batch = 4;
@@ -113,31 +113,12 @@ Config quick_config() {
 }
 
 void validate(const Config& config) {
-  if (config.workers < 2) throw speedlabs::UsageError("data parallel needs at least 2 workers (--workers)");
-  if (config.batch % config.workers != 0) {
-    throw speedlabs::UsageError("--batch " + std::to_string(config.batch) + " does not split evenly over " +
-                                std::to_string(config.workers) + " workers: choose a multiple of --workers");
-  }
+  validate_launch(config.workers, config.batch, config.hostfile, config.device);
   if (config.micro_batches < 1 || config.batch % config.micro_batches != 0) {
     throw speedlabs::UsageError("--micro-batches " + std::to_string(config.micro_batches) + " must divide --batch " +
                                 std::to_string(config.batch));
   }
-  if (!(config.bucket_mb > 0)) throw speedlabs::UsageError("--bucket-mb must be positive");
-  if (!config.hostfile.empty() && !std::filesystem::is_regular_file(config.hostfile)) {
-    throw speedlabs::UsageError("--hostfile " + config.hostfile + " is not a file");
-  }
-  if (config.device == "cuda") {
-#ifdef SPEEDLABS_LAB10_NCCL
-    const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
-    if (config.hostfile.empty() && gpus < config.workers) {
-      throw speedlabs::UsageError("--device cuda: NCCL needs one GPU per worker; this machine has " +
-                                  std::to_string(gpus) + " for " + std::to_string(config.workers) + " workers");
-    }
-#else
-    throw speedlabs::UsageError("--device cuda needs lab 10's NCCL path, built only against a CUDA libtorch with "
-                                "NCCL's header (the nvidia-nccl wheel); this build has none");
-#endif
-  }
+  bucket_bytes(config.bucket_mb);  // throws for a size that is not one
 }
 
 const ModeTrace& JobResult::mode(const std::string& name) const {
@@ -169,6 +150,7 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   launch.mpirun = config.mpirun;
   launch.hostfile = config.hostfile;
   launch.timeout_s = config.timeout_s;
+  launch.stall = config.stall;
   launch.who = "lab10 worker";
   launch.name = std::to_string(workers) + "-worker job";
   std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
@@ -181,51 +163,62 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   return result;
 }
 
-void run(const Config& config, speedlabs::Report& report) {
-  validate(config);
-  speedlabs::install_stop_handlers();
+namespace {
+
+// What the lab's jobs measured: the one-worker job, the N-worker job and the rounds of N workers against one.
+struct Measured {
+  JobResult one, many;
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> rounds;  // (one worker's, N workers') step ms
+  speedlabs::Contention rounds_contention;                                  // the machine over every round
+};
+
+// N workers against one, interleaved in rounds of two jobs each, the order alternating (1 N, N 1, 1 N):
+// each round's ratio (one worker's median step over N workers' median bucketed step, steps after the
+// warm-up) pairs two jobs that ran one right after the other, so both saw about the same machine, and
+// scaling_efficiency is decided on the rounds' ratios. Round 1 is the two full-length jobs, which the
+// loss observations need whole (every step from the same weights); the later rounds are short jobs of
+// config.steps / kScalingRounds steps (at least kMinRoundSteps) (one mode each: single, bucketed), so the lab runs a
+// few more launches, not twice the steps. Timing the one-worker step inside the N-worker job would pair steps more
+// closely, but the other ranks would spin in MPI meanwhile, and it would change the workers (lab 11's engine).
+Measured run_jobs(const Config& config) {
   const int n = config.workers;
-  // N workers against one, interleaved in rounds of two jobs each, the order alternating (1 N, N 1, 1 N):
-  // each round's ratio (one worker's median step over N workers' median bucketed step, steps after the
-  // warm-up) pairs two jobs that ran one right after the other, so both saw about the same machine, and
-  // scaling_efficiency is decided on the rounds' ratios. Round 1 is the two full-length jobs, which the
-  // loss observations need whole (every step from the same weights); the later rounds are short jobs of
-  // config.steps / kScalingRounds steps (at least kMinRoundSteps) (one mode each: single, bucketed), so the lab runs a few more launches, not
-  // twice the steps. Timing the one-worker step inside the N-worker job would pair steps more closely,
-  // but the other ranks would spin in MPI meanwhile, and it would change the workers (lab 11's engine).
-  const speedlabs::ContentionProbe rounds_probe;  // the machine over every round
-  const JobResult one = run_job(config, 1, {"single"}, /*accumulation=*/true);
-  const JobResult many = run_job(config, n, {"naive", "bucketed"}, /*accumulation=*/false);
-  std::vector<std::pair<std::vector<double>, std::vector<double>>> rounds{{one.mode("single").step_ms,
-                                                                           many.mode("bucketed").step_ms}};
-  {
-    Config short_config = config;
-    short_config.steps = std::max(kMinRoundSteps, config.steps / kScalingRounds);
-    std::cout << "timing rounds 2-" << kScalingRounds << " of " << n << " workers against one: jobs of "
-              << short_config.steps << " steps, the order alternating" << std::endl;
-    for (int round = 2; round <= kScalingRounds; ++round) {
-      const bool many_first = round % 2 == 0;
-      std::vector<double> one_ms, many_ms;
-      for (int side = 0; side < 2; ++side) {
-        if ((side == 0) == many_first) {
-          many_ms = run_job(short_config, n, {"bucketed"}, false).mode("bucketed").step_ms;
-        } else {
-          one_ms = run_job(short_config, 1, {"single"}, false).mode("single").step_ms;
-        }
+  const speedlabs::ContentionProbe rounds_probe;
+  Measured jobs;
+  jobs.one = run_job(config, 1, {"single"}, /*accumulation=*/true);
+  jobs.many = run_job(config, n, {"naive", "bucketed"}, /*accumulation=*/false);
+  jobs.rounds.emplace_back(jobs.one.mode("single").step_ms, jobs.many.mode("bucketed").step_ms);
+  Config short_config = config;
+  short_config.steps = std::max(kMinRoundSteps, config.steps / kScalingRounds);
+  std::cout << "timing rounds 2-" << kScalingRounds << " of " << n << " workers against one: jobs of "
+            << short_config.steps << " steps, the order alternating" << std::endl;
+  for (int round = 2; round <= kScalingRounds; ++round) {
+    const bool many_first = round % 2 == 0;
+    std::vector<double> one_ms, many_ms;
+    for (int side = 0; side < 2; ++side) {
+      if ((side == 0) == many_first) {
+        many_ms = run_job(short_config, n, {"bucketed"}, false).mode("bucketed").step_ms;
+      } else {
+        one_ms = run_job(short_config, 1, {"single"}, false).mode("single").step_ms;
       }
-      rounds.emplace_back(one_ms, many_ms);
     }
+    jobs.rounds.emplace_back(one_ms, many_ms);
   }
-  const speedlabs::Contention rounds_contention = rounds_probe.read();
-  const ModeTrace& single = one.mode("single");
-  const ModeTrace& naive = many.mode("naive");
-  const ModeTrace& bucketed = many.mode("bucketed");
-  const std::string workers = std::to_string(n) + " workers";
+  jobs.rounds_contention = rounds_probe.read();
+  return jobs;
+}
+
+// The engine and the ring: N workers agree at start, train as one worker would, and stay in sync; the
+// buckets change when gradients travel, not what they add up to.
+void check_same_training(const Config& config, const Measured& jobs, speedlabs::Report& report) {
+  const ModeTrace& single = jobs.one.mode("single");
+  const ModeTrace& naive = jobs.many.mode("naive");
+  const ModeTrace& bucketed = jobs.many.mode("bucketed");
+  const std::string workers = std::to_string(config.workers) + " workers";
 
   report.check("workers_agree_at_start",
                "before step 0 the " + workers + " checked that they are as many as started and build the same model",
-               {{"workers", many.workers}, {"parameters", many.parameters}}, "same world size and model shapes",
-               many.workers == n);
+               {{"workers", jobs.many.workers}, {"parameters", jobs.many.parameters}},
+               "same world size and model shapes", jobs.many.workers == config.workers);
 
   const double vs_one = max_relative_difference(naive.losses, single.losses);
   report.check("same_losses_as_one_worker",
@@ -234,7 +227,9 @@ void run(const Config& config, speedlabs::Report& report) {
                {{"max_relative_difference", vs_one}, {"steps", config.steps}},
                "<= " + scientific(kLossRtol) + " (float32 sums in another order)", vs_one <= kLossRtol);
 
-  const auto all_true = [](const std::vector<bool>& v) { return std::all_of(v.begin(), v.end(), [](bool b) { return b; }); };
+  const auto all_true = [](const std::vector<bool>& v) {
+    return std::all_of(v.begin(), v.end(), [](bool b) { return b; });
+  };
   report.check("weights_stay_in_sync",
                "after every step, every worker's weights are bit-for-bit the same (a checksum, all-reduced min = max)",
                {{"naive", all_true(naive.in_sync)}, {"bucketed", all_true(bucketed.in_sync)}}, "equal after every step",
@@ -244,25 +239,36 @@ void run(const Config& config, speedlabs::Report& report) {
   report.check("bucketed_same_losses_as_naive",
                "all-reducing buckets from gradient hooks during backward gives the losses of one all-reduce per "
                "gradient after backward",
-               {{"max_relative_difference", vs_naive}, {"buckets", many.buckets}, {"bucket_mb", config.bucket_mb}},
+               {{"max_relative_difference", vs_naive}, {"buckets", jobs.many.buckets}, {"bucket_mb", config.bucket_mb}},
                "<= " + scientific(kLossRtol), vs_naive <= kLossRtol);
+}
 
-  // How the timed claims below are measured. N workers against one (scaling_efficiency) is timed in
-  // alternating rounds of jobs, its ratio taken per round (see the top of run()). The other two compare
-  // sides inside the N-worker job, which the workers run one after the other (naive, then bucketed; the
-  // all-reduce benchmark after them), so they stay sequential: each side carries rank 0's per-step times
-  // after the warm-up steps (median and quartiles: the spread), and their ratio is
-  // speedlabs::ratio_of_sequential (median over median, quartiles crossed so the band holds both sides'
-  // scatter). Every reading is the launcher's ContentionProbe around mpirun (the workers are its reaped
-  // descendants, so their CPU is the run's own; another program busy meanwhile makes the reading busy).
-  // Report::decide then gives holds or fails only when the band, the machine and the physical bounds
-  // allow; else 'could not decide', with the reason.
-  //
-  // Hidden: the part of one all-reduce of every gradient (measured alone) that the bucketed step did
-  // not spend inside MPI after backward. Naive pays for one call per tensor, so it is slower still.
+// The part of one all-reduce of every gradient (measured alone) that the bucketed step did not spend inside
+// MPI after backward, unclamped (a bound judges it).
+double hidden_share_raw(const JobResult& many) {
+  const double exposed = median_after_warmup(many.mode("bucketed").comm_ms);
+  return many.allreduce_ms > 0 ? 1 - exposed / many.allreduce_ms : 0.0;
+}
+
+// How the timed claims below are measured. N workers against one (scaling_efficiency) is timed in
+// alternating rounds of jobs, its ratio taken per round (see run_jobs). The other two compare
+// sides inside the N-worker job, which the workers run one after the other (naive, then bucketed; the
+// all-reduce benchmark after them), so they stay sequential: each side carries rank 0's per-step times
+// after the warm-up steps (median and quartiles: the spread), and their ratio is
+// speedlabs::ratio_of_sequential (median over median, quartiles crossed so the band holds both sides'
+// scatter). Every reading is the launcher's ContentionProbe around mpirun (the workers are its reaped
+// descendants, so their CPU is the run's own; another program busy meanwhile makes the reading busy).
+// Report::decide then gives holds or fails only when the band, the machine and the physical bounds
+// allow; else 'could not decide', with the reason.
+//
+// Hidden: the part of one all-reduce of every gradient (measured alone) that the bucketed step did
+// not spend inside MPI after backward. Naive pays for one call per tensor, so it is slower still.
+void judge_overlap(const Config& config, const JobResult& many, speedlabs::Report& report) {
+  const ModeTrace& naive = many.mode("naive");
+  const ModeTrace& bucketed = many.mode("bucketed");
   const double naive_step = median_after_warmup(naive.step_ms), bucketed_step = median_after_warmup(bucketed.step_ms);
   const double naive_comm = median_after_warmup(naive.comm_ms), exposed = median_after_warmup(bucketed.comm_ms);
-  const double hidden_raw = many.allreduce_ms > 0 ? 1 - exposed / many.allreduce_ms : 0.0;
+  const double hidden_raw = hidden_share_raw(many);
   const double hidden = std::clamp(hidden_raw, 0.0, 1.0);  // shown within [0, 1]; the bound judges the raw one
   const std::string overlap_claim =
       "bucketed, a step spends less time in MPI than naive's one all-reduce per tensor, and part of the "
@@ -272,29 +278,33 @@ void run(const Config& config, speedlabs::Report& report) {
                           "on GPUs NCCL all-reduces on a stream of its own while the host goes on: a host timer "
                           "cannot see how much of it was exposed (a profiler trace can, as in lab 07)",
                           /*must_hold=*/false);
-  } else {
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::ratio_of_sequential(summary_after_warmup(bucketed.comm_ms),
-                                                    summary_after_warmup(naive.comm_ms));
-    evidence.contention = many.contention;
-    evidence.bounds = {
-        {"share of the all-reduce (measured alone) hidden behind backward", hidden_raw, -kHiddenTolerance, 1},
-        {"share of the bucketed step spent inside MPI", bucketed_step > 0 ? exposed / bucketed_step : NAN, 0, 1},
-        speedlabs::positive_finite("naive all-reduce ms per step", naive_comm)};
-    report.decide("allreduce_overlap", overlap_claim,
-                  {{"naive_step_ms", naive_step},
-                   {"naive_allreduce_ms", naive_comm},
-                   {"bucketed_step_ms", bucketed_step},
-                   {"bucketed_exposed_ms", exposed},
-                   {"allreduce_alone_ms", many.allreduce_ms},
-                   {"hidden_fraction", hidden},
-                   {"hidden_fraction_raw", hidden_raw},
-                   {"exposed_over_naive", evidence.value.median},
-                   {"buckets", many.buckets}},
-                  "bucketed exposed ms < naive all-reduce ms (reported)", evidence, [](double r) { return r < 1; },
-                  /*must_hold=*/false);
+    return;
   }
+  speedlabs::Evidence evidence;
+  evidence.value =
+      speedlabs::ratio_of_sequential(summary_after_warmup(bucketed.comm_ms), summary_after_warmup(naive.comm_ms));
+  evidence.contention = many.contention;
+  evidence.bounds = {
+      {"share of the all-reduce (measured alone) hidden behind backward", hidden_raw, -kHiddenTolerance, 1},
+      {"share of the bucketed step spent inside MPI", bucketed_step > 0 ? exposed / bucketed_step : NAN, 0, 1},
+      speedlabs::positive_finite("naive all-reduce ms per step", naive_comm)};
+  report.decide(
+      "allreduce_overlap", overlap_claim,
+      {{"naive_step_ms", naive_step},
+       {"naive_allreduce_ms", naive_comm},
+       {"bucketed_step_ms", bucketed_step},
+       {"bucketed_exposed_ms", exposed},
+       {"allreduce_alone_ms", many.allreduce_ms},
+       {"hidden_fraction", hidden},
+       {"hidden_fraction_raw", hidden_raw},
+       {"exposed_over_naive", evidence.value.median},
+       {"buckets", many.buckets}},
+      "bucketed exposed ms < naive all-reduce ms (reported)", evidence, [](double r) { return r < 1; },
+      /*must_hold=*/false);
+}
 
+// K micro-batches against one large batch, on the one-worker job: the other way to a larger batch.
+void check_accumulation(const Config& config, const JobResult& one, speedlabs::Report& report) {
   const auto& acc = one.accumulation;
   const double grad_error = acc.at("max_abs_grad_diff").get<double>() / acc.at("max_abs_grad").get<double>();
   report.check("accumulation_matches_large_batch",
@@ -305,84 +315,106 @@ void run(const Config& config, speedlabs::Report& report) {
                 {"loss_large", acc.at("loss_large")},
                 {"loss_accumulated", acc.at("loss_accumulated")}},
                "<= " + scientific(kGradRtol), grad_error <= kGradRtol);
+}
 
+// Per round: one worker's median step over N workers' (the same global batch per step), i.e. tokens/s of N
+// over one; the rates pool every round's timed steps.
+void judge_scaling(const Config& config, const Measured& jobs, speedlabs::Report& report) {
+  const int n = config.workers;
   const double tokens = static_cast<double>(config.batch * config.seq);
-  {
-    // Per round: one worker's median step over N workers' (the same global batch per step), i.e. tokens/s
-    // of N over one; the rates below pool every round's timed steps.
-    std::vector<double> ratios, one_steps, many_steps;
-    for (const auto& [one_ms, many_ms] : rounds) {
-      ratios.push_back(median_after_warmup(one_ms) / median_after_warmup(many_ms));
-      const auto a = after_warmup(one_ms), b = after_warmup(many_ms);
-      one_steps.insert(one_steps.end(), a.begin(), a.end());
-      many_steps.insert(many_steps.end(), b.begin(), b.end());
-    }
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::summarize_samples(ratios);
-    evidence.contention = rounds_contention;
-    const double speedup = evidence.value.median;
-    const double tokens_one = tokens / speedlabs::summarize_samples(one_steps).median * 1000;
-    const double tokens_many = tokens / speedlabs::summarize_samples(many_steps).median * 1000;
-    evidence.bounds = {{"efficiency (speed-up over N)", speedup / n, 0, 1 + kEfficiencyTolerance},
-                       speedlabs::positive_finite("tokens/s of one worker", tokens_one),
-                       speedlabs::positive_finite("tokens/s of N workers", tokens_many)};
-    auto& scaling = report.decide(
-        "scaling_efficiency",
-        "tokens/s of " + workers + " (bucketed) against one worker, for the same global batch (the median of " +
-            std::to_string(rounds.size()) + " rounds' ratios, the jobs alternating)",
-        {{"tokens_per_s_1", tokens_one},
-         {"tokens_per_s_n", tokens_many},
-         {"workers", n},
-         {"speedup", speedup},
-         {"efficiency", speedup / n},
-         {"speedup_q1", evidence.value.q1},
-         {"speedup_q3", evidence.value.q3},
-         {"rounds", static_cast<int>(rounds.size())},
-         {"cores", many.cores}},
-        ">= " + fixed(0.8 * n, 1) + "x (80% efficiency; reported)", evidence,
-        [&](double s) { return s >= 0.8 * n; }, /*must_hold=*/false);
-    const std::string cores = std::to_string(n) + " workers with one thread each on a machine with " +
-                              std::to_string(many.cores) + " cores" +
-                              (static_cast<unsigned>(n) > many.cores ? ": more workers than cores, they take turns" : "");
-    scaling.reason = scaling.reason.empty() ? cores : scaling.reason + "; " + cores;
-    std::cout << "\n  " << workers << ": " << fixed(tokens_many, 0) << " tokens/s vs " << fixed(tokens_one, 0)
-              << " on one worker (" << fixed(speedup, 2) << "x over " << rounds.size() << " rounds, " << many.cores
-              << " cores)";
+  std::vector<double> ratios, one_steps, many_steps;
+  for (const auto& [one_ms, many_ms] : jobs.rounds) {
+    ratios.push_back(median_after_warmup(one_ms) / median_after_warmup(many_ms));
+    const auto a = after_warmup(one_ms), b = after_warmup(many_ms);
+    one_steps.insert(one_steps.end(), a.begin(), a.end());
+    many_steps.insert(many_steps.end(), b.begin(), b.end());
   }
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::summarize_samples(ratios);
+  evidence.contention = jobs.rounds_contention;
+  const double speedup = evidence.value.median;
+  const double tokens_one = tokens / speedlabs::summarize_samples(one_steps).median * 1000;
+  const double tokens_many = tokens / speedlabs::summarize_samples(many_steps).median * 1000;
+  evidence.bounds = {{"efficiency (speed-up over N)", speedup / n, 0, 1 + kEfficiencyTolerance},
+                     speedlabs::positive_finite("tokens/s of one worker", tokens_one),
+                     speedlabs::positive_finite("tokens/s of N workers", tokens_many)};
+  const std::string workers = std::to_string(n) + " workers";
+  const unsigned cores = jobs.many.cores;
+  auto& scaling = report.decide(
+      "scaling_efficiency",
+      "tokens/s of " + workers + " (bucketed) against one worker, for the same global batch (the median of " +
+          std::to_string(jobs.rounds.size()) + " rounds' ratios, the jobs alternating)",
+      {{"tokens_per_s_1", tokens_one},
+       {"tokens_per_s_n", tokens_many},
+       {"workers", n},
+       {"speedup", speedup},
+       {"efficiency", speedup / n},
+       {"speedup_q1", evidence.value.q1},
+       {"speedup_q3", evidence.value.q3},
+       {"rounds", static_cast<int>(jobs.rounds.size())},
+       {"cores", cores}},
+      ">= " + fixed(0.8 * n, 1) + "x (80% efficiency; reported)", evidence, [&](double s) { return s >= 0.8 * n; },
+      /*must_hold=*/false);
+  const std::string on_cores = std::to_string(n) + " workers with one thread each on a machine with " +
+                               std::to_string(cores) + " cores" +
+                               (static_cast<unsigned>(n) > cores ? ": more workers than cores, they take turns" : "");
+  scaling.reason = scaling.reason.empty() ? on_cores : scaling.reason + "; " + on_cores;
+  std::cout << "\n  " << workers << ": " << fixed(tokens_many, 0) << " tokens/s vs " << fixed(tokens_one, 0)
+            << " on one worker (" << fixed(speedup, 2) << "x over " << jobs.rounds.size() << " rounds, " << cores
+            << " cores)";
+}
 
+// The all-reduce alone (its timed repeats) against the bucketed steps' computation (step minus the time
+// inside MPI, step by step); then the run's last line.
+void judge_bandwidth(const Config& config, const JobResult& many, speedlabs::Report& report) {
+  const int n = config.workers;
+  const ModeTrace& bucketed = many.mode("bucketed");
   const double bytes = 4.0 * static_cast<double>(many.parameters);
   const double ring_bytes = 2 * bytes * (n - 1) / n;
-  const double compute_ms = bucketed_step - exposed;
-  {
-    // The all-reduce alone (its timed repeats) against the bucketed steps' computation (step minus the time
-    // inside MPI, step by step).
-    std::vector<double> compute;
-    const auto steps = after_warmup(bucketed.step_ms), comms = after_warmup(bucketed.comm_ms);
-    for (size_t i = 0; i < std::min(steps.size(), comms.size()); ++i) compute.push_back(steps[i] - comms[i]);
-    const auto allreduce = speedlabs::summarize_samples(
-        many.allreduce_samples_ms.empty() ? std::vector<double>{many.allreduce_ms} : many.allreduce_samples_ms);
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::ratio_of_sequential(allreduce, speedlabs::summarize_samples(compute));
-    evidence.contention = many.contention;
-    evidence.bounds = {speedlabs::positive_finite("all-reduce ms", many.allreduce_ms),
-                       speedlabs::positive_finite("compute ms (step minus time inside MPI)", compute_ms),
-                       speedlabs::positive_finite("bus GB/s", ring_bytes / (many.allreduce_ms / 1000) / 1e9)};
-    report.decide("allreduce_bandwidth",
-                  "a ring all-reduce sends 2 x " + fixed(bytes / 1e6, 1) + " MB x (N-1)/N per worker and step; measured "
-                  "alone it takes less time than the step's computation",
-                  {{"gradient_bytes", bytes},
-                   {"ring_bytes_per_worker", ring_bytes},
-                   {"allreduce_ms", many.allreduce_ms},
-                   {"algorithm_gb_per_s", bytes / (many.allreduce_ms / 1000) / 1e9},
-                   {"bus_gb_per_s", ring_bytes / (many.allreduce_ms / 1000) / 1e9},
-                   {"compute_ms", compute_ms},
-                   {"allreduce_over_compute", evidence.value.median}},
-                  "all-reduce ms < compute ms (reported)", evidence, [](double r) { return r < 1; },
-                  /*must_hold=*/false);
-  }
+  const double compute_ms = median_after_warmup(bucketed.step_ms) - median_after_warmup(bucketed.comm_ms);
+  std::vector<double> compute;
+  const auto steps = after_warmup(bucketed.step_ms), comms = after_warmup(bucketed.comm_ms);
+  for (size_t i = 0; i < std::min(steps.size(), comms.size()); ++i) compute.push_back(steps[i] - comms[i]);
+  const auto allreduce = speedlabs::summarize_samples(
+      many.allreduce_samples_ms.empty() ? std::vector<double>{many.allreduce_ms} : many.allreduce_samples_ms);
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::ratio_of_sequential(allreduce, speedlabs::summarize_samples(compute));
+  evidence.contention = many.contention;
+  evidence.bounds = {speedlabs::positive_finite("all-reduce ms", many.allreduce_ms),
+                     speedlabs::positive_finite("compute ms (step minus time inside MPI)", compute_ms),
+                     speedlabs::positive_finite("bus GB/s", ring_bytes / (many.allreduce_ms / 1000) / 1e9)};
+  report.decide(
+      "allreduce_bandwidth",
+      "a ring all-reduce sends 2 x " + fixed(bytes / 1e6, 1) +
+          " MB x (N-1)/N per worker and step; measured "
+          "alone it takes less time than the step's computation",
+      {{"gradient_bytes", bytes},
+       {"ring_bytes_per_worker", ring_bytes},
+       {"allreduce_ms", many.allreduce_ms},
+       {"algorithm_gb_per_s", bytes / (many.allreduce_ms / 1000) / 1e9},
+       {"bus_gb_per_s", ring_bytes / (many.allreduce_ms / 1000) / 1e9},
+       {"compute_ms", compute_ms},
+       {"allreduce_over_compute", evidence.value.median}},
+      "all-reduce ms < compute ms (reported)", evidence, [](double r) { return r < 1; },
+      /*must_hold=*/false);
+  const double hidden = std::clamp(hidden_share_raw(many), 0.0, 1.0);
+  std::cout << "; all-reduce of " << fixed(bytes / 1e6, 1) << " MB: " << fixed(many.allreduce_ms, 1)
+            << " ms; hidden behind backward: " << fixed(100 * hidden, 0) << "%\n";
+}
 
-  std::cout << "; all-reduce of " << fixed(bytes / 1e6, 1) << " MB: " << fixed(many.allreduce_ms, 1) << " ms; hidden behind backward: "
-            << fixed(100 * hidden, 0) << "%\n";
+}  // namespace
+
+// The lesson's sections in order: the engine and the ring, overlapping the all-reduce with backward,
+// gradient accumulation or more workers, then what the all-reduce costs.
+void run(const Config& config, speedlabs::Report& report) {
+  validate(config);
+  speedlabs::install_stop_handlers();
+  const Measured jobs = run_jobs(config);
+  check_same_training(config, jobs, report);
+  judge_overlap(config, jobs.many, report);
+  check_accumulation(config, jobs.one, report);
+  judge_scaling(config, jobs, report);
+  judge_bandwidth(config, jobs.many, report);
 }
 
 }  // namespace lab10

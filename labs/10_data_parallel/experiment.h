@@ -10,36 +10,38 @@
 
 #include "common/contention.h"
 #include "common/observations.h"
+#include "heartbeat.h"
 #include "worker.h"
 
 namespace lab10 {
 
 /// The experiment's knobs.
 struct Config {
-  std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
-  int workers = 2;             ///< N, the worker processes of the data-parallel jobs
-  int64_t batch = 16;          ///< global batch B (split evenly over the workers)
-  int64_t seq = 64;            ///< T
-  int steps = 20;              ///< training steps per mode
-  double lr = 1e-3;            ///< AdamW learning rate
-  uint64_t seed = 42;          ///< initial weights and batches, the same for every job and mode
-  double bucket_mb = 25;       ///< bucket size in MiB (PyTorch DDP's default)
-  int micro_batches = 4;       ///< K of the gradient-accumulation check (must divide B)
-  std::string device = "cpu";  ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
-  std::string hostfile;        ///< an mpirun host file: workers on several machines ("" = this one, loopback)
-  std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
-  std::string worker_program;  ///< the program mpirun starts ("" = this program, /proc/self/exe)
+  std::string model = "tiny";     ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
+  int workers = 2;                ///< N, the worker processes of the data-parallel jobs
+  int64_t batch = 16;             ///< global batch B (split evenly over the workers)
+  int64_t seq = 64;               ///< T
+  int steps = 20;                 ///< training steps per mode
+  double lr = 1e-3;               ///< AdamW learning rate
+  uint64_t seed = 42;             ///< initial weights and batches, the same for every job and mode
+  double bucket_mb = 25;          ///< bucket size in MiB (PyTorch DDP's default)
+  int micro_batches = 4;          ///< K of the gradient-accumulation check (must divide B)
+  std::string device = "cpu";     ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
+  std::string hostfile;           ///< an mpirun host file: workers on several machines ("" = this one, loopback)
+  std::string data_dir;           ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
+  std::string worker_program;     ///< the program mpirun starts ("" = this program, /proc/self/exe)
   std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
-  double timeout_s = 900;      ///< a job that runs longer is ended, with every worker
-  Faults faults;               ///< deliberate faults, for the tests
+  double timeout_s = 900;         ///< a job that runs longer is ended, with every worker
+  StallLimits stall;              ///< ... as is one with a worker whose heartbeat stopped (heartbeat.h)
+  Faults faults;                  ///< deliberate faults, for the tests
 };
 
 /// --quick: the tiny model, B=4, T=16, 20 steps (seconds on a CPU).
 Config quick_config();
 
 /// Rejects what cannot run before a worker starts (speedlabs::UsageError): B not divisible by N or K,
-/// no positive bucket size, fewer than two workers, a GPU run in a build without NCCL or with fewer GPUs
-/// on this machine than workers.
+/// a --bucket-mb that is not a bucket size (bucket_bytes), fewer than two workers, a GPU run in a build without NCCL or
+/// with fewer GPUs on this machine than workers.
 /// @param config the run
 void validate(const Config& config);
 
@@ -53,22 +55,27 @@ struct ModeTrace {
 
 /// What a job measured (rank 0's file).
 struct JobResult {
-  int workers = 0;           ///< N
-  unsigned cores = 0;        ///< std::thread::hardware_concurrency() on rank 0's machine
-  int64_t parameters = 0;    ///< distinct parameters; the gradient is 4 bytes each
-  int64_t buckets = 0;       ///< buckets of --bucket-mb
-  double allreduce_ms = 0;   ///< median time of one all-reduce of every gradient in one buffer (N > 1)
+  int workers = 0;                           ///< N
+  unsigned cores = 0;                        ///< std::thread::hardware_concurrency() on rank 0's machine
+  int64_t parameters = 0;                    ///< distinct parameters; the gradient is 4 bytes each
+  int64_t buckets = 0;                       ///< buckets of --bucket-mb
+  double allreduce_ms = 0;                   ///< median time of one all-reduce of every gradient in one buffer (N > 1)
   std::vector<double> allreduce_samples_ms;  ///< each timed all-reduce of that benchmark (N > 1)
   /// How busy the machine was while the job ran, read by the launcher around mpirun: the workers are its
   /// reaped descendants, so their CPU counts as the run's own and only other programs make it busy.
   speedlabs::Contention contention;
   std::vector<std::pair<std::string, ModeTrace>> modes;  ///< in the order run
-  nlohmann::json accumulation;  ///< the gradient-accumulation check, when asked for
+  nlohmann::json accumulation;                           ///< the gradient-accumulation check, when asked for
 
   /// The trace of @p mode; throws RuntimeFailure when the job did not run it.
   /// @param mode "single", "naive" or "bucketed"
   const ModeTrace& mode(const std::string& mode) const;
 };
+
+/// The summary (median, quartiles, spread) of per-step times after the first 10% of the steps (at least
+/// one): allocation and first-touch costs.
+/// @param step_ms a mode's per-step times, in the order run
+speedlabs::Summary summary_after_warmup(const std::vector<double>& step_ms);
 
 /// Starts @p workers workers with mpirun (`--oversubscribe`, `--bind-to none`, `--allow-run-as-root` as
 /// root, loopback only unless config.hostfile names machines), each running @p modes, and waits for

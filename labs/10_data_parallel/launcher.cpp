@@ -1,8 +1,12 @@
 #include "launcher.h"
 
+#include <torch/cuda.h>
+
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,11 +21,23 @@ namespace lab10 {
 
 namespace {
 
-std::filesystem::path temporary_result_path() {
-  static std::atomic<int> counter{0};
-  return std::filesystem::temp_directory_path() /
-         ("speedlabs-job-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".json");
-}
+// A job's own folder in the temporary directory (rank 0's result, the heartbeats), removed with its files.
+struct JobFolder {
+  std::filesystem::path path;
+  JobFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "speedlabs-job-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      throw speedlabs::RuntimeFailure("cannot make a temporary folder like " + pattern + ": " + std::strerror(errno));
+    }
+    path = pattern;
+  }
+  ~JobFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  JobFolder(const JobFolder&) = delete;
+  JobFolder& operator=(const JobFolder&) = delete;
+};
 
 // The lines of a job's output that say why it stopped: the workers' error lines and, with @p mpirun_too,
 // mpirun's account of who died. @p first_only: one line (every worker reports the same usage error).
@@ -39,8 +55,33 @@ std::string why_the_job_stopped(const std::string& output, const std::string& wh
 
 }  // namespace
 
+void validate_launch(int workers, int64_t batch, const std::string& hostfile, const std::string& device) {
+  if (workers < 2) throw speedlabs::UsageError("data parallel needs at least 2 workers (--workers)");
+  if (batch % workers != 0) {
+    throw speedlabs::UsageError("--batch " + std::to_string(batch) + " does not split evenly over " +
+                                std::to_string(workers) + " workers: choose a multiple of --workers");
+  }
+  if (!hostfile.empty() && !std::filesystem::is_regular_file(hostfile)) {
+    throw speedlabs::UsageError("--hostfile " + hostfile + " is not a file");
+  }
+  if (device == "cuda") {
+#ifdef SPEEDLABS_LAB10_NCCL
+    const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
+    if (hostfile.empty() && gpus < workers) {
+      throw speedlabs::UsageError("--device cuda: NCCL needs one GPU per worker; this machine has " +
+                                  std::to_string(gpus) + " for " + std::to_string(workers) + " workers");
+    }
+#else
+    throw speedlabs::UsageError(
+        "--device cuda needs lab 10's NCCL path, built only against a CUDA libtorch with "
+        "NCCL's header (the nvidia-nccl wheel); this build has none");
+#endif
+  }
+}
+
 Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
-  const auto out_path = temporary_result_path();
+  const JobFolder folder;
+  const auto out_path = folder.path / "result.json";
   spec["out_path"] = out_path.string();
   std::string program = launch.program;
   if (program.empty()) {
@@ -61,8 +102,9 @@ Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
 
   speedlabs::ProcessOptions options;
   options.timeout_s = launch.timeout_s;
-  options.env = {{"OMP_NUM_THREADS", "1"}};
+  options.env = {{"OMP_NUM_THREADS", "1"}, {kHeartbeatEnv, folder.path.string()}};
   const speedlabs::ContentionProbe probe;  // the workers' CPU counts as ours once mpirun has reaped them
+  const HeartbeatWatch heartbeats(folder.path, launch.stall);
   const auto process = speedlabs::run_process(argv, options);
   Launched launched;
   launched.contention = probe.read();
@@ -72,8 +114,10 @@ Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
     throw speedlabs::RuntimeFailure("the " + launch.name + " did not finish within " +
                                     speedlabs::fixed(launch.timeout_s, 0) + " s and was ended with every worker");
   }
+  if (!heartbeats.stalled().empty()) {
+    throw speedlabs::RuntimeFailure("the " + launch.name + " was ended: " + heartbeats.stalled());
+  }
   if (!process.ok()) {
-    std::filesystem::remove(out_path);
     if (process.exit_code == speedlabs::kExitUsage) {
       throw speedlabs::UsageError("the workers stopped at start: " +
                                   why_the_job_stopped(process.output, launch.who, false, true));
@@ -88,7 +132,6 @@ Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
   std::ifstream in(out_path);
   if (!in) throw speedlabs::RuntimeFailure("the " + launch.name + " ended without writing " + out_path.string());
   launched.result = nlohmann::json::parse(in);
-  std::filesystem::remove(out_path);
   return launched;
 }
 

@@ -5,21 +5,24 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "common/contention.h"
+#include "heartbeat.h"
 
 namespace lab10 {
 
 /// How to start one job.
 struct Launch {
-  int workers = 2;             ///< N, the processes mpirun starts
-  std::string program;         ///< the worker program ("" = this program, /proc/self/exe), run as PROGRAM --worker SPEC
+  int workers = 2;      ///< N, the processes mpirun starts
+  std::string program;  ///< the worker program ("" = this program, /proc/self/exe), run as PROGRAM --worker SPEC
   std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
-  std::string hostfile;        ///< an mpirun host file ("" = this machine, every socket on the loopback interface)
-  double timeout_s = 900;      ///< the job is ended, with every worker, after this long
-  std::string who;             ///< how a worker names itself in its error line, e.g. "lab11 worker" (run_mpi_worker)
-  std::string name;            ///< the job in messages, e.g. "2-worker job"
+  std::string hostfile;           ///< an mpirun host file ("" = this machine, every socket on the loopback interface)
+  double timeout_s = 900;         ///< the job is ended, with every worker, after this long
+  StallLimits stall;              ///< ... or once a worker's heartbeat stopped for this long (heartbeat.h)
+  std::string who;                ///< how a worker names itself in its error line, e.g. "lab11 worker" (run_mpi_worker)
+  std::string name;               ///< the job in messages, e.g. "2-worker job"
 };
 
 /// What rank 0 wrote, and how busy the machine was meanwhile.
@@ -30,11 +33,22 @@ struct Launched {
   speedlabs::Contention contention;
 };
 
+/// Rejects a job the launcher cannot start, before any worker does (speedlabs::UsageError): fewer than two
+/// workers, a global batch that does not split evenly over them, a host file that is not a file, a GPU run
+/// in a build without NCCL or with fewer GPUs on this machine than workers. Labs 10 and 11 check this first.
+/// @param workers  N
+/// @param batch    B, the global batch
+/// @param hostfile --hostfile ("" = this machine)
+/// @param device   "cpu" or "cuda"
+void validate_launch(int workers, int64_t batch, const std::string& hostfile, const std::string& device);
+
 /// Starts `mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np N (--hostfile F | loopback only)
-/// PROGRAM --worker SPEC`, with @p spec's "out_path" set to a temporary file that rank 0 writes, waits at most
-/// launch.timeout_s and prints the job's output. Throws speedlabs::UsageError when the workers stopped with
-/// a usage error (exit 2), NotImplementedError when an exercise is a stub (exit 4), and RuntimeFailure,
-/// with mpirun's account of which worker died, for anything else (a killed worker, a timeout).
+/// PROGRAM --worker SPEC`, with @p spec's "out_path" set to a file that rank 0 writes in the job's own
+/// temporary folder (removed after), waits at most launch.timeout_s, watching the workers' heartbeats
+/// (heartbeat.h) in that folder, and prints the job's output. Throws speedlabs::UsageError when the workers
+/// stopped with a usage error (exit 2), NotImplementedError when an exercise is a stub (exit 4), and
+/// RuntimeFailure, with mpirun's account of which worker died, for anything else (a killed worker, a
+/// timeout, a worker whose heartbeat stopped, named).
 /// @param launch how to start it
 /// @param spec   the job, passed to every worker as JSON
 Launched launch_mpi_job(const Launch& launch, nlohmann::json spec);

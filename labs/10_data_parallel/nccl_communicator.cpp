@@ -22,7 +22,8 @@ void check_nccl(ncclResult_t result, const char* call) {
 }
 
 void check_cuda(cudaError_t result, const char* call) {
-  if (result != cudaSuccess) throw speedlabs::RuntimeFailure(std::string(call) + " failed: " + cudaGetErrorString(result));
+  if (result != cudaSuccess)
+    throw speedlabs::RuntimeFailure(std::string(call) + " failed: " + cudaGetErrorString(result));
 }
 
 }  // namespace
@@ -76,8 +77,8 @@ int NcclCommunicator::start_allreduce_sum(const torch::Tensor& flat) {
   const auto current = c10::cuda::getCurrentCUDAStream(flat.device().index());
   check_cuda(cudaEventRecord(state_->done[handle], current.stream()), "cudaEventRecord");
   check_cuda(cudaStreamWaitEvent(state_->stream.stream(), state_->done[handle], 0), "cudaStreamWaitEvent");
-  check_nccl(ncclAllReduce(flat.data_ptr<float>(), flat.data_ptr<float>(), static_cast<size_t>(flat.numel()),
-                           ncclFloat, ncclSum, state_->comm, state_->stream.stream()),
+  check_nccl(ncclAllReduce(flat.data_ptr<float>(), flat.data_ptr<float>(), static_cast<size_t>(flat.numel()), ncclFloat,
+                           ncclSum, state_->comm, state_->stream.stream()),
              "ncclAllReduce");
   // The caching allocator must not hand the bucket's memory to the current stream while NCCL still uses it.
   c10::cuda::CUDACachingAllocator::recordStream(flat.storage().data_ptr(), state_->stream);

@@ -17,7 +17,9 @@
 #include "common/gpt.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
+#include "datasets/token_cache.h"
 #include "exercise.h"
+#include "heartbeat.h"
 #include "mpi_communicator.h"
 #ifdef SPEEDLABS_LAB10_NCCL  // defined only against a CUDA libtorch with NCCL (CMakeLists.txt)
 #include "nccl_communicator.h"
@@ -25,7 +27,8 @@
 
 namespace lab10 {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Faults, kill_rank, kill_step, bigger_model_rank, claimed_workers)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Faults, kill_rank, kill_step, stop_rank, stop_step, bigger_model_rank,
+                                   claimed_workers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(JobSpec, model, batch, seq, steps, lr, seed, bucket_mb, modes, micro_batches,
                                    expect_workers, device, data_dir, out_path, log_every, faults)
 
@@ -45,7 +48,6 @@ using speedlabs::fixed;
 using speedlabs::gpt::GPT;
 using Clock = std::chrono::steady_clock;
 
-
 // What one mode measured on this worker, step by step (losses are the global batch's).
 struct Trace {
   std::vector<double> losses, step_ms, comm_ms;
@@ -59,9 +61,9 @@ speedlabs::gpt::GPTConfig model_config(const JobSpec& spec, int rank) {
 }
 
 void print_step(const std::string& mode, int step, double loss, double step_ms, double comm_ms) {
-  std::cout << "  " << std::left << std::setw(9) << mode << std::right << "step " << std::setw(3) << step
-            << " | loss " << fixed(loss, 6) << " | " << std::setw(8) << fixed(step_ms, 1) << " ms/step | "
-            << std::setw(7) << fixed(comm_ms, 1) << " ms in all-reduce" << std::endl;
+  std::cout << "  " << std::left << std::setw(9) << mode << std::right << "step " << std::setw(3) << step << " | loss "
+            << fixed(loss, 6) << " | " << std::setw(8) << fixed(step_ms, 1) << " ms/step | " << std::setw(7)
+            << fixed(comm_ms, 1) << " ms in all-reduce" << std::endl;
 }
 
 // Where a worker trains and how its gradients travel: this CPU and MPI, or its own GPU and NCCL.
@@ -69,7 +71,6 @@ struct Engine {
   torch::Device device;
   Communicator& gradients;  // the MPI communicator itself on a CPU
 };
-
 
 // Trains spec.steps steps in @p mode from the seed's weights, every worker on its rows of each batch.
 // @p comm carries the control messages (losses, checksums), engine.gradients the gradients.
@@ -85,13 +86,14 @@ Trace train(const JobSpec& spec, const std::string& mode, MpiCommunicator& comm,
   auto params = model->parameters();
   GradientBuckets buckets;
   if (mode == "bucketed") {
-    buckets = make_gradient_buckets(params, static_cast<int64_t>(spec.bucket_mb * (1 << 20)), engine.gradients);
+    buckets = make_gradient_buckets(params, bucket_bytes(spec.bucket_mb), engine.gradients);
     attach_gradient_hooks(buckets);  // the hooks point at `buckets`, which stays put until the model is gone
   }
   datasets::DataLoaderLite loader(tokens, spec.batch, spec.seq);
   Trace trace;
   for (int step = 0; step < spec.steps; ++step) {
     if (comm.rank() == spec.faults.kill_rank && step == spec.faults.kill_step) std::raise(SIGKILL);
+    if (comm.rank() == spec.faults.stop_rank && step == spec.faults.stop_step) std::raise(SIGSTOP);
     const auto batch = loader.next_batch();
     const auto x = batch.x.narrow(0, comm.rank() * rows, rows).to(engine.device);
     const auto y = batch.y.narrow(0, comm.rank() * rows, rows).to(engine.device);
@@ -178,8 +180,11 @@ nlohmann::json accumulation_check(const JobSpec& spec, const std::vector<int32_t
     max_diff = std::max(max_diff, (large[i] - accumulated[i]).abs().max().item<double>());
     max_grad = std::max(max_grad, large[i].abs().max().item<double>());
   }
-  return {{"micro_batches", k},          {"loss_large", loss_large}, {"loss_accumulated", loss_accumulated},
-          {"max_abs_grad_diff", max_diff}, {"max_abs_grad", max_grad}};
+  return {{"micro_batches", k},
+          {"loss_large", loss_large},
+          {"loss_accumulated", loss_accumulated},
+          {"max_abs_grad_diff", max_diff},
+          {"max_abs_grad", max_grad}};
 }
 
 nlohmann::json run_modes(const JobSpec& spec, MpiCommunicator& comm, const Engine& engine) {
@@ -190,15 +195,14 @@ nlohmann::json run_modes(const JobSpec& spec, MpiCommunicator& comm, const Engin
       throw speedlabs::UsageError("unknown mode '" + mode + "'");
     }
     const Trace trace = train(spec, mode, comm, engine, tokens);
-    result["modes"][mode] = {{"losses", trace.losses}, {"step_ms", trace.step_ms}, {"comm_ms", trace.comm_ms},
-                             {"in_sync", trace.in_sync}};
+    result["modes"][mode] = {
+        {"losses", trace.losses}, {"step_ms", trace.step_ms}, {"comm_ms", trace.comm_ms}, {"in_sync", trace.in_sync}};
   }
   torch::manual_seed(spec.seed);
   GPT model(model_config(spec, comm.rank()));
   const int64_t parameters = speedlabs::gpt::parameter_count(model);
   result["parameters"] = parameters;
-  result["buckets"] = make_gradient_buckets(model->parameters(), static_cast<int64_t>(spec.bucket_mb * (1 << 20)), comm)
-                          .buckets.size();
+  result["buckets"] = make_gradient_buckets(model->parameters(), bucket_bytes(spec.bucket_mb), comm).buckets.size();
   if (comm.size() > 1) result["allreduce"] = allreduce_benchmark(parameters, engine);
   if (spec.micro_batches > 0 && comm.rank() == 0) result["accumulation"] = accumulation_check(spec, tokens);
   return result;
@@ -270,6 +274,7 @@ void check_workers_agree(int expect_workers, int64_t batch, int64_t seq, GPT& mo
 int run_mpi_worker(int argc, char** argv, const std::string& who, const std::function<void(MpiCommunicator&)>& job) {
   MpiCommunicator comm(&argc, &argv);
   torch::set_num_threads(1);  // one intra-op thread per worker: the workers are the parallelism
+  const Heartbeat heartbeat(comm.rank());
   int code = speedlabs::kExitRuntime;
   std::string why;
   try {

@@ -22,27 +22,29 @@ class MpiCommunicator;
 struct Faults {
   int kill_rank = -1;          ///< this rank kills itself (SIGKILL) at the start of step kill_step
   int kill_step = -1;          ///< the step of kill_rank's death
+  int stop_rank = -1;          ///< this rank stops itself (SIGSTOP) at the start of step stop_step
+  int stop_step = -1;          ///< the step at which stop_rank stops
   int bigger_model_rank = -1;  ///< this rank builds a model with one more layer (a shape mismatch)
   int claimed_workers = 0;     ///< >0: the workers are told to expect this many workers instead of the real count
 };
 
 /// One job of N workers: what to train, how, and where rank 0 writes the measurements.
 struct JobSpec {
-  std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset
-  int64_t batch = 8;           ///< global batch B: every step, rank r trains on rows [r B/N, (r+1) B/N)
-  int64_t seq = 64;            ///< T
-  int steps = 20;              ///< training steps per mode
-  double lr = 1e-3;            ///< AdamW learning rate
-  uint64_t seed = 42;          ///< initial weights (the same on every worker and in every mode)
-  double bucket_mb = 25;       ///< bucket size of the bucketed mode, in MiB
+  std::string model = "tiny";      ///< speedlabs::gpt::GPTConfig preset
+  int64_t batch = 8;               ///< global batch B: every step, rank r trains on rows [r B/N, (r+1) B/N)
+  int64_t seq = 64;                ///< T
+  int steps = 20;                  ///< training steps per mode
+  double lr = 1e-3;                ///< AdamW learning rate
+  uint64_t seed = 42;              ///< initial weights (the same on every worker and in every mode)
+  double bucket_mb = 25;           ///< bucket size of the bucketed mode, in MiB
   std::vector<std::string> modes;  ///< "single" (no communication), "naive", "bucketed": run in this order
-  int micro_batches = 0;       ///< >0: rank 0 also checks gradient accumulation with this many micro-batches
-  int expect_workers = 1;      ///< the world size the launcher started (checked against MPI's)
-  std::string device = "cpu";  ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
-  std::string data_dir;        ///< where tiny shakespeare is
-  std::string out_path;        ///< rank 0 writes the measurements here (JSON)
-  int log_every = 5;           ///< rank 0 prints every this many steps
-  Faults faults;               ///< none by default
+  int micro_batches = 0;           ///< >0: rank 0 also checks gradient accumulation with this many micro-batches
+  int expect_workers = 1;          ///< the world size the launcher started (checked against MPI's)
+  std::string device = "cpu";      ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
+  std::string data_dir;            ///< where tiny shakespeare is
+  std::string out_path;            ///< rank 0 writes the measurements here (JSON)
+  int log_every = 5;               ///< rank 0 prints every this many steps
+  Faults faults;                   ///< none by default
 };
 
 /// The spec as JSON (the one argv entry after --worker).
@@ -63,8 +65,9 @@ JobSpec job_spec_from_json(const nlohmann::json& json);
 int worker_main(int argc, char** argv, const std::string& spec_text);
 
 /// What every worker of the MPI engine does around its job (lab 10's and lab 11's): MPI_Init, one intra-op
-/// thread, then @p job; on an error, the line "<who> <rank>: <why>" on stderr and MPI_Abort with the lab's
-/// exit code (2 usage or mismatch, 3 runtime, 4 stub), so that mpirun ends every other worker at once.
+/// thread, a heartbeat for the launcher (heartbeat.h), then @p job; on an error, the line "<who> <rank>: <why>" on
+/// stderr and MPI_Abort with the lab's exit code (2 usage or mismatch, 3 runtime, 4 stub), so that mpirun ends every
+/// other worker at once.
 /// @param argc main's argc (MPI_Init may read it)
 /// @param argv main's argv
 /// @param who  how the error line names a worker, e.g. "lab10 worker" (the launcher looks for it)

@@ -15,7 +15,6 @@
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
-#include "labs/10_data_parallel/experiment.h"  // lab10::validate: what its jobs need
 #include "launcher.h"
 
 namespace lab11 {
@@ -64,7 +63,8 @@ std::string scientific(double value) {
 }
 
 // Starts @p workers workers training @p stages.
-nlohmann::json run_job(const Config& config, int workers, const std::vector<int>& stages, speedlabs::Contention& contention) {
+nlohmann::json run_job(const Config& config, int workers, const std::vector<int>& stages,
+                       speedlabs::Contention& contention) {
   Job job;
   job.model = config.model;
   job.batch = config.batch;
@@ -98,15 +98,15 @@ nlohmann::json run_job(const Config& config, int workers, const std::vector<int>
 std::string write_plot(const std::string& dir, const std::vector<int>& stages, const nlohmann::json& per_stage,
                        const std::vector<Predicted>& predicted, double activations) {
   std::ostringstream data;
-  const auto mib = [](double bytes) { return bytes / (1 << 20); };
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& m = per_stage.at(std::to_string(stages[i])).at("memory");
     const Predicted& p = predicted[i];
-    data << "\"" << stages[i] << " formula\" " << mib(p.weights) << " " << mib(p.gradients) << " "
-         << mib(p.optimizer) << " " << mib(activations) << "\n";
-    data << "\"" << stages[i] << " measured\" " << mib(m["parameters_at_rest"].get<double>()) << " "
-         << mib(m["gradients"].get<double>()) << " " << mib(m["optimizer_state"].get<double>()) << " "
-         << mib(m["activations_and_transients"].get<double>()) << "\n";
+    data << "\"" << stages[i] << " formula\" " << speedlabs::to_mib(p.weights) << " " << speedlabs::to_mib(p.gradients)
+         << " " << speedlabs::to_mib(p.optimizer) << " " << speedlabs::to_mib(activations) << "\n";
+    data << "\"" << stages[i] << " measured\" " << speedlabs::to_mib(m["parameters_at_rest"].get<double>()) << " "
+         << speedlabs::to_mib(m["gradients"].get<double>()) << " "
+         << speedlabs::to_mib(m["optimizer_state"].get<double>()) << " "
+         << speedlabs::to_mib(m["activations_and_transients"].get<double>()) << "\n";
   }
   std::string failure;
   const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/11_sharding/bytes_per_worker.gp", dir,
@@ -125,16 +125,9 @@ Config quick_config() {
 }
 
 void validate(const Config& config) {
-  // What lab 10's jobs need holds here too: N >= 2, B divisible by N, a host file that exists, NCCL and a GPU
-  // per worker for --device cuda.
-  lab10::Config engine;
-  engine.workers = config.workers;
-  engine.batch = config.batch;
-  engine.micro_batches = 1;  // lab 10's accumulation check does not run here
-  engine.hostfile = config.hostfile;
-  engine.device = config.device;
-  lab10::validate(engine);
-  if (config.steps < 3) throw speedlabs::UsageError("--steps must be at least 3 (the optimizer state is measured after the first)");
+  lab10::validate_launch(config.workers, config.batch, config.hostfile, config.device);
+  if (config.steps < 3)
+    throw speedlabs::UsageError("--steps must be at least 3 (the optimizer state is measured after the first)");
   if (config.stage != "all" && (config.stage.size() != 1 || config.stage[0] < '0' || config.stage[0] > '3')) {
     throw speedlabs::UsageError("--stage must be 0, 1, 2, 3 or all, not '" + config.stage + "'");
   }
@@ -161,167 +154,230 @@ Predicted predict(int stage, int64_t parameters, int64_t padded, int workers) {
   return out;
 }
 
-void run(const Config& config, speedlabs::Report& report) {
-  validate(config);
-  speedlabs::install_stop_handlers();
-  const int n = config.workers;
-  const std::vector<int> stages = stages_of(config);
-  speedlabs::Contention one_contention, many_contention;
-  const auto one = run_job(config, 1, {-1}, one_contention);
-  const auto many = run_job(config, n, stages, many_contention);
-  const auto single = one.at("stages").at("-1").at("losses").get<std::vector<double>>();
-  const auto& per = many.at("stages");
-  const auto stage_json = [&](int s) -> const nlohmann::json& { return per.at(std::to_string(s)); };
-  const int64_t parameters = many.at("parameters").get<int64_t>();
-  int64_t padded = 0, root_padded = many.at("unit_padded_elements").at(0).get<int64_t>();
-  for (const auto& unit : many.at("unit_padded_elements")) padded += unit.get<int64_t>();
-  const std::string workers = std::to_string(n) + " workers";
+namespace {
 
+// What the two jobs returned: one worker with the whole batch, and N workers at each stage of the run.
+struct Jobs {
+  std::vector<int> stages;
+  int n = 0;
+  nlohmann::json many;                    // the N-worker job's result
+  speedlabs::Contention many_contention;  // the launcher's reading of the machine around it
+  std::vector<double> single_losses;      // one worker's losses, step by step
+  int64_t parameters = 0;
+  int64_t padded = 0;                // every unit's padded elements
+  int64_t root_padded = 0;           // the root unit's
+  std::vector<Predicted> predicted;  // per stage of the run, from the formulas
+
+  const nlohmann::json& stage(int s) const { return many.at("stages").at(std::to_string(s)); }
+  double memory(int s, const char* what) const { return stage(s).at("memory").at(what).get<double>(); }
+  std::string workers() const { return std::to_string(n) + " workers"; }
+};
+
+Jobs run_jobs(const Config& config) {
+  Jobs jobs;
+  jobs.n = config.workers;
+  jobs.stages = stages_of(config);
+  speedlabs::Contention one_contention;
+  const auto one = run_job(config, 1, {-1}, one_contention);
+  jobs.many = run_job(config, jobs.n, jobs.stages, jobs.many_contention);
+  jobs.single_losses = one.at("stages").at("-1").at("losses").get<std::vector<double>>();
+  jobs.parameters = jobs.many.at("parameters").get<int64_t>();
+  jobs.root_padded = jobs.many.at("unit_padded_elements").at(0).get<int64_t>();
+  for (const auto& unit : jobs.many.at("unit_padded_elements")) jobs.padded += unit.get<int64_t>();
+  for (int s : jobs.stages) jobs.predicted.push_back(predict(s, jobs.parameters, jobs.padded, jobs.n));
+  return jobs;
+}
+
+// Sharding changes where the training state lives, never what training computes.
+void observe_training(const Config& config, const Jobs& jobs, speedlabs::Report& report) {
   nlohmann::json losses, in_sync;
   bool losses_hold = true, sync_holds = true;
-  for (int s : stages) {
-    const double diff = max_relative_difference(stage_json(s).at("losses").get<std::vector<double>>(), single);
+  for (int s : jobs.stages) {
+    const double diff =
+        max_relative_difference(jobs.stage(s).at("losses").get<std::vector<double>>(), jobs.single_losses);
     losses["stage" + std::to_string(s)] = diff;
     losses_hold = losses_hold && diff <= kLossRtol;
     if (s < 3) {
-      const auto flags = stage_json(s).at("in_sync").get<std::vector<bool>>();
+      const auto flags = jobs.stage(s).at("in_sync").get<std::vector<bool>>();
       const bool all = std::all_of(flags.begin(), flags.end(), [](bool b) { return b; });
       in_sync["stage" + std::to_string(s)] = all;
       sync_holds = sync_holds && all;
     }
   }
   losses["steps"] = config.steps;
-  report.check("same_losses_as_one_worker",
-               "at every stage, " + workers + " give the losses of one worker with the whole batch, step by step",
-               losses, "<= " + scientific(kLossRtol) + " relative at every stage (float32 sums in another order)",
-               losses_hold);
+  report.check(
+      "same_losses_as_one_worker",
+      "at every stage, " + jobs.workers() + " give the losses of one worker with the whole batch, step by step", losses,
+      "<= " + scientific(kLossRtol) + " relative at every stage (float32 sums in another order)", losses_hold);
   report.check("weights_stay_in_sync",
                "at stages 0-2, after every step every worker's full weights are bit-for-bit the same (stage 3 keeps "
                "disjoint shards at rest: its losses show it right)",
                in_sync, "equal after every step", sync_holds);
+}
 
-  const bool memory_measured = config.device == "cpu";
-  const std::string why_not = "memory is counted by the CPU's counting allocator (common/host_memory.h); on GPUs "
-                              "this lab does not measure it";
-  std::vector<Predicted> predicted;
-  for (int s : stages) predicted.push_back(predict(s, parameters, padded, n));
-  const auto memory = [&](int s, const char* what) { return stage_json(s).at("memory").at(what).get<double>(); };
-  if (!memory_measured) {
+// The bytes per worker, measured and from the formulas, stage by stage, and whether each holds.
+struct MemoryTable {
+  nlohmann::json opt, grads, weights, peaks;
+  bool opt_holds = true, grads_holds = true, weights_holds = true, peaks_hold = true;
+};
+
+MemoryTable memory_table(const Jobs& jobs) {
+  const int n = jobs.n;
+  const double opt0 = jobs.memory(0, "optimizer_state"), weights0 = jobs.memory(0, "parameters_at_rest");
+  MemoryTable t;
+  t.opt = {{"stage0", opt0}};
+  t.weights = {{"stage0", weights0}};
+  const double activations0 = jobs.memory(0, "activations_and_transients");
+  for (size_t i = 0; i < jobs.stages.size(); ++i) {
+    const int s = jobs.stages[i];
+    const Predicted& predicted = jobs.predicted[i];
+    const std::string key = "stage" + std::to_string(s);
+    t.grads[key] = jobs.memory(s, "gradients");
+    t.grads[key + "_formula"] = predicted.gradients;
+    if (s >= 2)
+      t.grads_holds = t.grads_holds && relative(jobs.memory(s, "gradients"), predicted.gradients) <= kBytesRtol;
+    if (s >= 1) {
+      t.opt[key] = jobs.memory(s, "optimizer_state");
+      t.opt_holds = t.opt_holds && relative(jobs.memory(s, "optimizer_state"), opt0 / n) <= kBytesRtol;
+      t.weights[key] = jobs.memory(s, "parameters_at_rest");
+    }
+    if (s == 3) t.weights_holds = relative(jobs.memory(3, "parameters_at_rest"), weights0 / n) <= kBytesRtol;
+    // The peak: what stays (weights, optimizer state), the gradient held when the optimizer steps, stage 0's
+    // activations, and the transients: at stages 2-3 the root unit's full gradient until its reduce-scatter
+    // at the end of backward; at stage 3 the root unit gathered for the head's forward and backward.
+    double formula = predicted.weights + predicted.optimizer + predicted.gradients + activations0;
+    if (s >= 2) formula += 4.0 * static_cast<double>(jobs.root_padded) * (n - 1) / n;
+    if (s == 3) formula += 4.0 * static_cast<double>(jobs.root_padded) * (n - 1) / n;
+    t.peaks[key] = jobs.memory(s, "peak");
+    t.peaks[key + "_formula"] = formula;
+    t.peaks_hold = t.peaks_hold && relative(jobs.memory(s, "peak"), formula) <= kPeakRtol;
+  }
+  t.opt["stage0_over_n"] = opt0 / n;
+  return t;
+}
+
+void observe_memory(const Config& config, const Jobs& jobs, speedlabs::Report& report) {
+  if (config.device != "cpu") {
     for (const char* id : {"optimizer_state_bytes_per_worker", "gradient_bytes_per_worker",
                            "parameter_bytes_at_rest_per_worker", "peak_bytes_per_worker"}) {
-      report.not_applicable(id, "the bytes each worker holds, by stage", "see the lesson", why_not);
+      report.not_applicable(id, "the bytes each worker holds, by stage", "see the lesson",
+                            "memory is counted by the CPU's counting allocator (common/host_memory.h); on GPUs "
+                            "this lab does not measure it");
     }
-  } else {
-    const double opt0 = memory(0, "optimizer_state"), weights0 = memory(0, "parameters_at_rest");
-    nlohmann::json opt{{"stage0", opt0}}, grads, weights{{"stage0", weights0}}, peaks;
-    bool opt_holds = true, grads_holds = true, weights_holds = true, peaks_hold = true;
-    const double activations0 = memory(0, "activations_and_transients");
-    for (size_t i = 0; i < stages.size(); ++i) {
-      const int s = stages[i];
-      const std::string key = "stage" + std::to_string(s);
-      grads[key] = memory(s, "gradients");
-      grads[key + "_formula"] = predicted[i].gradients;
-      if (s >= 2) grads_holds = grads_holds && relative(memory(s, "gradients"), predicted[i].gradients) <= kBytesRtol;
-      if (s >= 1) {
-        opt[key] = memory(s, "optimizer_state");
-        opt_holds = opt_holds && relative(memory(s, "optimizer_state"), opt0 / n) <= kBytesRtol;
-        weights[key] = memory(s, "parameters_at_rest");
-      }
-      if (s == 3) weights_holds = relative(memory(3, "parameters_at_rest"), weights0 / n) <= kBytesRtol;
-      // The peak: what stays (weights, optimizer state), the gradient held when the optimizer steps, stage 0's
-      // activations, and the transients: at stages 2-3 the root unit's full gradient until its reduce-scatter
-      // at the end of backward; at stage 3 the root unit gathered for the head's forward and backward.
-      double formula = predicted[i].weights + predicted[i].optimizer + predicted[i].gradients + activations0;
-      if (s >= 2) formula += 4.0 * static_cast<double>(root_padded) * (n - 1) / n;
-      if (s == 3) formula += 4.0 * static_cast<double>(root_padded) * (n - 1) / n;
-      peaks[key] = memory(s, "peak");
-      peaks[key + "_formula"] = formula;
-      peaks_hold = peaks_hold && relative(memory(s, "peak"), formula) <= kPeakRtol;
-    }
-    opt["stage0_over_n"] = opt0 / n;
-    report.check("optimizer_state_bytes_per_worker",
-                 "AdamW's moments per worker: 8 bytes per parameter at stage 0, 1/N of that once sharded (stages 1-3), "
-                 "measured by the counting allocator",
-                 opt, "stages 1-3 within 5% of stage 0's / " + std::to_string(n), opt_holds);
-    if (std::any_of(stages.begin(), stages.end(), [](int s) { return s >= 2; })) {
-      report.check("gradient_bytes_per_worker",
-                   "the gradient a worker holds when the optimizer steps: 4 bytes per parameter at stages 0-1, its "
-                   "shard alone, 4 P / N, once reduce-scattered (stages 2-3)",
-                   grads, "stages 2-3 within 5% of 4 P / N", grads_holds);
-    } else {
-      report.not_applicable("gradient_bytes_per_worker", "the gradient shard of stages 2-3", "within 5% of 4 P / N",
-                            "this run trains no stage above 1 (--stage)");
-    }
-    if (std::find(stages.begin(), stages.end(), 3) != stages.end()) {
-      report.check("parameter_bytes_at_rest_per_worker",
-                   "between steps a stage 3 worker keeps 1/N of the weights (4 P / N bytes), stages 0-2 all of them",
-                   weights, "stage 3 within 5% of stage 0's / " + std::to_string(n), weights_holds);
-    } else {
-      report.not_applicable("parameter_bytes_at_rest_per_worker", "stage 3 keeps 1/N of the weights at rest",
-                            "within 5% of stage 0's / N", "this run does not train stage 3 (--stage)");
-    }
-    report.check("peak_bytes_per_worker",
-                 "each stage's peak per worker against its formula: weights + gradients + optimizer state (as "
-                 "above) + stage 0's activations + the root unit's full gradient (stages 2-3) and gathered weights "
-                 "(stage 3) while backward holds them",
-                 peaks, "within 20% of the formula (reported)", peaks_hold, /*must_hold=*/false);
+    return;
   }
+  const MemoryTable t = memory_table(jobs);
+  const std::vector<int>& stages = jobs.stages;
+  const std::string n = std::to_string(jobs.n);
+  report.check("optimizer_state_bytes_per_worker",
+               "AdamW's moments per worker: 8 bytes per parameter at stage 0, 1/N of that once sharded (stages 1-3), "
+               "measured by the counting allocator",
+               t.opt, "stages 1-3 within 5% of stage 0's / " + n, t.opt_holds);
+  if (std::any_of(stages.begin(), stages.end(), [](int s) { return s >= 2; })) {
+    report.check("gradient_bytes_per_worker",
+                 "the gradient a worker holds when the optimizer steps: 4 bytes per parameter at stages 0-1, its "
+                 "shard alone, 4 P / N, once reduce-scattered (stages 2-3)",
+                 t.grads, "stages 2-3 within 5% of 4 P / N", t.grads_holds);
+  } else {
+    report.not_applicable("gradient_bytes_per_worker", "the gradient shard of stages 2-3", "within 5% of 4 P / N",
+                          "this run trains no stage above 1 (--stage)");
+  }
+  if (std::find(stages.begin(), stages.end(), 3) != stages.end()) {
+    report.check("parameter_bytes_at_rest_per_worker",
+                 "between steps a stage 3 worker keeps 1/N of the weights (4 P / N bytes), stages 0-2 all of them",
+                 t.weights, "stage 3 within 5% of stage 0's / " + n, t.weights_holds);
+  } else {
+    report.not_applicable("parameter_bytes_at_rest_per_worker", "stage 3 keeps 1/N of the weights at rest",
+                          "within 5% of stage 0's / N", "this run does not train stage 3 (--stage)");
+  }
+  report.check("peak_bytes_per_worker",
+               "each stage's peak per worker against its formula: weights + gradients + optimizer state (as "
+               "above) + stage 0's activations + the root unit's full gradient (stages 2-3) and gathered weights "
+               "(stage 3) while backward holds them",
+               t.peaks, "within 20% of the formula (reported)", t.peaks_hold, /*must_hold=*/false);
+}
 
+// Returns the bytes sent per step, by stage, for the summary line.
+nlohmann::json observe_bytes_sent(const Jobs& jobs, speedlabs::Report& report) {
   nlohmann::json sent;
   bool sent_holds = true;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const int s = stages[i];
-    const auto per_step = stage_json(s).at("bytes_sent").get<std::vector<double>>();
+  for (size_t i = 0; i < jobs.stages.size(); ++i) {
+    const int s = jobs.stages[i];
+    const auto per_step = jobs.stage(s).at("bytes_sent").get<std::vector<double>>();
     const double measured = *std::max_element(per_step.begin(), per_step.end());
     const double least = *std::min_element(per_step.begin(), per_step.end());
     sent["stage" + std::to_string(s)] = measured;
-    sent["stage" + std::to_string(s) + "_formula"] = predicted[i].bytes_sent;
-    sent_holds = sent_holds && least == measured && relative(measured, predicted[i].bytes_sent) <= kBytesRtol;
+    sent["stage" + std::to_string(s) + "_formula"] = jobs.predicted[i].bytes_sent;
+    sent_holds = sent_holds && least == measured && relative(measured, jobs.predicted[i].bytes_sent) <= kBytesRtol;
   }
-  sent["gradient_bytes"] = 4.0 * static_cast<double>(parameters);
+  sent["gradient_bytes"] = 4.0 * static_cast<double>(jobs.parameters);
   report.check("bytes_sent_per_step",
                "bytes each worker sends per step, counted by the communicator as a ring sends them: 2(N-1)/N x the "
                "gradient's bytes at stages 0 and 2 (all-reduce; reduce-scatter + all-gather), 3(N-1)/N at stage 1 "
                "(all-reduce + all-gather) and stage 3 (two all-gathers + reduce-scatter)",
                sent, "within 5% of the formula, the same every step", sent_holds);
+  return sent;
+}
 
-  // Step times: each stage is a run of its own in one job (they cannot be interleaved without holding every
-  // stage's state at once, which would spoil the memory counts), so the comparison is of whole runs, one
-  // after the other: rank 0's per-step times after the first step, their ratio by ratio_of_sequential (median
-  // over median, quartiles crossed), and the launcher's reading of the machine around the job.
+// Step times: each stage is a run of its own in one job (they cannot be interleaved without holding every
+// stage's state at once, which would spoil the memory counts), so the comparison is of whole runs, one
+// after the other: rank 0's per-step times after the first step, their ratio by ratio_of_sequential (median
+// over median, quartiles crossed), and the launcher's reading of the machine around the job.
+void observe_step_time(const Jobs& jobs, speedlabs::Report& report) {
   nlohmann::json times;
-  for (int s : stages) {
-    const auto summary = after_first_step(stage_json(s).at("step_ms").get<std::vector<double>>());
+  for (int s : jobs.stages) {
+    const auto summary = after_first_step(jobs.stage(s).at("step_ms").get<std::vector<double>>());
     times["stage" + std::to_string(s) + "_ms"] = summary.median;
     times["stage" + std::to_string(s) + "_spread"] = summary.spread();
   }
-  const int last = stages.back();
+  const int last = jobs.stages.back();
   if (last == 0) {
     report.not_applicable("step_time_per_stage", "a sharded stage's step against stage 0's", "reported",
                           "this run trains stage 0 only (--stage 0)", /*must_hold=*/false);
-  } else {
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::ratio_of_sequential(after_first_step(stage_json(last).at("step_ms").get<std::vector<double>>()),
-                                                    after_first_step(stage_json(0).at("step_ms").get<std::vector<double>>()));
-    evidence.contention = many_contention;
-    evidence.bounds = {speedlabs::positive_finite("stage 0 ms per step", times["stage0_ms"].get<double>()),
-                       speedlabs::positive_finite("stage " + std::to_string(last) + " ms per step",
-                                                  times["stage" + std::to_string(last) + "_ms"].get<double>())};
-    times["ratio_stage" + std::to_string(last) + "_over_stage0"] = evidence.value.median;
-    report.decide("step_time_per_stage",
-                  "each stage's step time, side by side; stage " + std::to_string(last) +
-                      " pays for its extra communication and bookkeeping with a slower step than stage 0",
-                  times, "stage " + std::to_string(last) + " / stage 0 > 1 (reported)", evidence,
-                  [](double r) { return r > 1; }, /*must_hold=*/false);
+    return;
   }
+  speedlabs::Evidence evidence;
+  evidence.value =
+      speedlabs::ratio_of_sequential(after_first_step(jobs.stage(last).at("step_ms").get<std::vector<double>>()),
+                                     after_first_step(jobs.stage(0).at("step_ms").get<std::vector<double>>()));
+  evidence.contention = jobs.many_contention;
+  evidence.bounds = {speedlabs::positive_finite("stage 0 ms per step", times["stage0_ms"].get<double>()),
+                     speedlabs::positive_finite("stage " + std::to_string(last) + " ms per step",
+                                                times["stage" + std::to_string(last) + "_ms"].get<double>())};
+  times["ratio_stage" + std::to_string(last) + "_over_stage0"] = evidence.value.median;
+  report.decide(
+      "step_time_per_stage",
+      "each stage's step time, side by side; stage " + std::to_string(last) +
+          " pays for its extra communication and bookkeeping with a slower step than stage 0",
+      times, "stage " + std::to_string(last) + " / stage 0 > 1 (reported)", evidence, [](double r) { return r > 1; },
+      /*must_hold=*/false);
+}
 
-  if (memory_measured && !config.plots_dir.empty()) {
-    std::cout << "\n" << write_plot(config.plots_dir, stages, per, predicted, memory(0, "activations_and_transients"))
+void print_summary(const Config& config, const Jobs& jobs, const nlohmann::json& sent) {
+  if (config.device == "cpu" && !config.plots_dir.empty()) {
+    std::cout << "\n"
+              << write_plot(config.plots_dir, jobs.stages, jobs.many.at("stages"), jobs.predicted,
+                            jobs.memory(0, "activations_and_transients"))
               << "\n";
   }
-  std::cout << "\n  " << workers << ", " << parameters << " parameters (" << padded << " padded): bytes sent per step";
-  for (int s : stages) std::cout << "  stage " << s << ": " << fixed(sent["stage" + std::to_string(s)].get<double>() / 1e6, 2) << " MB";
+  std::cout << "\n  " << jobs.workers() << ", " << jobs.parameters << " parameters (" << jobs.padded
+            << " padded): bytes sent per step";
+  for (int s : jobs.stages)
+    std::cout << "  stage " << s << ": " << fixed(sent["stage" + std::to_string(s)].get<double>() / 1e6, 2) << " MB";
   std::cout << "\n";
+}
+
+}  // namespace
+
+void run(const Config& config, speedlabs::Report& report) {
+  validate(config);
+  speedlabs::install_stop_handlers();
+  const Jobs jobs = run_jobs(config);
+  observe_training(config, jobs, report);
+  observe_memory(config, jobs, report);
+  const nlohmann::json sent = observe_bytes_sent(jobs, report);
+  observe_step_time(jobs, report);
+  print_summary(config, jobs, sent);
 }
 
 }  // namespace lab11

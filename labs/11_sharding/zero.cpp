@@ -15,6 +15,7 @@
 #include "common/host_memory.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
+#include "datasets/token_cache.h"
 #include "mpi_communicator.h"
 #include "worker.h"
 #ifdef SPEEDLABS_LAB10_NCCL  // defined only against a CUDA libtorch with NCCL (lab 10's CMakeLists.txt)
@@ -178,6 +179,70 @@ struct StageTrace {
   nlohmann::json memory;
 };
 
+// The optimizer's step with this worker's averaged gradients @p grads: at stage 0 lab 10's data parallel
+// (libtorch's AdamW on every weight), at stages 1-3 the sharded AdamW on this worker's shard of each unit.
+void optimizer_step(GPT& model, std::vector<FlatUnit>& units, int stage, const std::vector<torch::Tensor>& grads,
+                    std::optional<torch::optim::AdamW>& adamw, std::vector<AdamWShard>& states,
+                    const AdamWSettings& settings, lab10::Communicator& engine) {
+  torch::NoGradGuard no_grad;
+  for (size_t u = 0; u < units.size(); ++u) {
+    FlatUnit& unit = units[u];
+    if (stage == 0) {  // lab 10's data parallel: libtorch's AdamW on every weight, with the averaged gradient
+      for (size_t i = 0; i < unit.params.size(); ++i) {
+        unit.params[i].mutable_grad() =
+            grads[u].narrow(0, unit.offsets[i], unit.params[i].numel()).view(unit.params[i].sizes());
+      }
+      continue;
+    }
+    const auto grad_shard = stage == 1 ? grads[u].narrow(0, unit.range.begin, unit.range.shard_size) : grads[u];
+    sharded_adamw_step(unit.shard, grad_shard, states[u], settings);
+    if (stage < 3) engine.all_gather_into(unit.full);  // every worker's updated shard, to every worker
+  }
+  if (stage == 0) {
+    adamw->step();
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();  // the gradient buffers go with grads
+  }
+}
+
+void print_step(int stage, int step, const StageTrace& trace) {
+  std::cout << "  " << (stage < 0 ? std::string("1 worker") : "stage " + std::to_string(stage)) << "  step "
+            << std::setw(3) << step << " | loss " << fixed(trace.losses.back(), 6) << " | " << std::setw(8)
+            << fixed(trace.step_ms.back(), 1) << " ms/step | " << std::setw(10)
+            << fixed(trace.bytes_sent.back() / 1e6, 2) << " MB sent" << std::endl;
+}
+
+// The bytes this worker held, by kind; the activations and transients are what the peak holds beyond the rest.
+nlohmann::json memory_record(int64_t parameters_at_rest, int64_t gradients, int64_t optimizer_state, int64_t peak) {
+  return {{"parameters_at_rest", parameters_at_rest},
+          {"gradients", gradients},
+          {"optimizer_state", optimizer_state},
+          {"peak", peak},
+          {"activations_and_transients", peak - parameters_at_rest - optimizer_state - gradients}};
+}
+
+// This worker's flat units at @p stage (none for the plain reference, -1); at rest a stage 3 worker keeps its
+// shard alone.
+std::vector<FlatUnit> units_at_rest(GPT& model, int stage, int rank, int workers) {
+  std::vector<FlatUnit> units;
+  if (stage >= 0) units = make_units(model, rank, workers);
+  if (stage == 3) {
+    for (FlatUnit& unit : units) {
+      unit.shard = unit.shard.clone();
+      free_full_parameters(unit);
+    }
+  }
+  return units;
+}
+
+// Measurement, outside the timed step: the global batch's loss, and whether the weights agree.
+void record_loss_and_sync(GPT& model, int stage, double loss, lab10::MpiCommunicator& comm, StageTrace& trace) {
+  trace.losses.push_back(comm.sum(loss) / comm.size());
+  if (stage < 3) {
+    const auto [low, high] = comm.min_max(lab10::weights_checksum(model->parameters()));
+    trace.in_sync.push_back(low == high);
+  }
+}
+
 // Trains job.steps steps at @p stage (-1: one worker's plain training, the reference) from the seed's weights.
 StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10::Communicator& engine,
                  const torch::Device& device, const std::vector<int32_t>& tokens) {
@@ -188,16 +253,9 @@ StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10:
   GPT model(speedlabs::gpt::GPTConfig::by_name(job.model));
   lab10::check_workers_agree(job.expect_workers, job.batch, job.seq, model, comm);
   model->to(device);
-  std::vector<FlatUnit> units;
+  std::vector<FlatUnit> units = units_at_rest(model, stage, rank, workers);
   std::optional<torch::optim::AdamW> adamw;
-  if (stage >= 0) units = make_units(model, rank, workers);
   if (stage <= 0) adamw.emplace(speedlabs::gpt::make_adamw(model, job.lr));
-  if (stage == 3) {  // at rest a worker keeps its shard alone
-    for (FlatUnit& unit : units) {
-      unit.shard = unit.shard.clone();
-      free_full_parameters(unit);
-    }
-  }
   const int64_t parameters_at_rest = live_bytes() - base;
   std::vector<AdamWShard> states(units.size());
   AdamWSettings settings;
@@ -227,24 +285,7 @@ StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10:
       std::vector<torch::Tensor> grads;
       loss = forward_backward(model, units, stage, engine, x, y, grads);
       gradients.push_back(live_bytes() - rest.back());
-      torch::NoGradGuard no_grad;
-      for (size_t u = 0; u < units.size(); ++u) {
-        FlatUnit& unit = units[u];
-        if (stage == 0) {  // lab 10's data parallel: libtorch's AdamW on every weight, with the averaged gradient
-          for (size_t i = 0; i < unit.params.size(); ++i) {
-            unit.params[i].mutable_grad() =
-                grads[u].narrow(0, unit.offsets[i], unit.params[i].numel()).view(unit.params[i].sizes());
-          }
-          continue;
-        }
-        const auto grad_shard = stage == 1 ? grads[u].narrow(0, unit.range.begin, unit.range.shard_size) : grads[u];
-        sharded_adamw_step(unit.shard, grad_shard, states[u], settings);
-        if (stage < 3) engine.all_gather_into(unit.full);  // every worker's updated shard, to every worker
-      }
-      if (stage == 0) {
-        adamw->step();
-        for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();  // the gradient buffers go with grads
-      }
+      optimizer_step(model, units, stage, grads, adamw, states, settings, engine);
     }
     finish_queued_work(device);
     trace.step_ms.push_back(ms_since(start));
@@ -252,26 +293,12 @@ StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10:
     trace.bytes_sent.push_back(static_cast<double>(engine.bytes_sent() - sent_before));
     peak.push_back(speedlabs::host_memory_stats().peak_bytes - base);
 
-    // Measurement, outside the timed step: the global batch's loss, and whether the weights agree.
-    trace.losses.push_back(comm.sum(loss) / workers);
-    if (stage < 3) {
-      const auto [low, high] = comm.min_max(lab10::weights_checksum(model->parameters()));
-      trace.in_sync.push_back(low == high);
-    }
-    if (rank == 0 && (step % 5 == 0 || step == job.steps - 1)) {
-      std::cout << "  " << (stage < 0 ? std::string("1 worker") : "stage " + std::to_string(stage)) << "  step "
-                << std::setw(3) << step << " | loss " << fixed(trace.losses.back(), 6) << " | "
-                << std::setw(8) << fixed(trace.step_ms.back(), 1) << " ms/step | " << std::setw(10)
-                << fixed(trace.bytes_sent.back() / 1e6, 2) << " MB sent" << std::endl;
-    }
+    record_loss_and_sync(model, stage, loss, comm, trace);
+    if (rank == 0 && (step % 5 == 0 || step == job.steps - 1)) print_step(stage, step, trace);
   }
   if (device.is_cpu() && job.steps >= 2) {
     const int64_t optimizer_state = rest[1] - rest[0];  // at rest after the first step, less before it
-    trace.memory = {{"parameters_at_rest", parameters_at_rest},
-                    {"gradients", gradients.back()},
-                    {"optimizer_state", optimizer_state},
-                    {"peak", peak.back()},
-                    {"activations_and_transients", peak.back() - parameters_at_rest - optimizer_state - gradients.back()}};
+    trace.memory = memory_record(parameters_at_rest, gradients.back(), optimizer_state, peak.back());
   }
   return trace;
 }

@@ -5,8 +5,8 @@
 /// The launcher (experiment.h) starts the workers with lab 10's launch_mpi_job and passes them a Job as
 /// JSON; rank 0 writes what they measured, and the launcher judges it.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>

@@ -16,8 +16,7 @@
 #include "common/memory.h"
 #include "common/plot.h"
 #include "common/process.h"
-#include "fused_gelu.h"
-#include "labs/07_profile/roofline.h"
+#include "fused_op.h"
 
 namespace lab12 {
 
@@ -48,16 +47,22 @@ int64_t extra_peak_bytes(const std::function<void()>& call, const c10::Device& d
   return speedlabs::peak_memory_bytes(device).value_or(0) - before;
 }
 
-namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-// 1e-05 for 1e-5: a tolerance as printed in the claims.
 std::string sci(double value, int digits) {
   std::ostringstream out;
   out << std::scientific << std::setprecision(digits) << value;
   return out.str();
 }
+
+speedlabs::TimingOptions timing_options(const Config& config) {
+  speedlabs::TimingOptions options;
+  options.warmup = config.warmup;
+  options.repeats = config.repeats;
+  options.max_repeats = 3 * config.repeats;
+  options.budget_s = 10.0;
+  return options;
+}
+
+namespace {
 
 // A head's inputs: final hidden states, the (V, C) weight and the next tokens, seeded.
 struct HeadInputs {
@@ -114,15 +119,6 @@ Parity parity(const speedlabs::gpt::GPTConfig& model, int64_t rows, const Config
   return p;
 }
 
-speedlabs::TimingOptions timing_options(const Config& config) {
-  speedlabs::TimingOptions options;
-  options.warmup = config.warmup;
-  options.repeats = config.repeats;
-  options.max_repeats = 3 * config.repeats;
-  options.budget_s = 10.0;
-  return options;
-}
-
 // The final hidden states of lab 05's GPT-2: its forward up to ln_f, without the head.
 torch::Tensor final_hidden(speedlabs::gpt::GPT& model, const torch::Tensor& idx) {
   const auto positions = torch::arange(idx.size(1), idx.options());
@@ -162,7 +158,7 @@ std::pair<std::vector<double>, int64_t> train_gpt(bool chunked, const Config& co
   return {losses, peak};
 }
 
-std::string mib(int64_t bytes) { return fixed(static_cast<double>(bytes) / kMiB, 1); }
+std::string mib(int64_t bytes) { return fixed(speedlabs::to_mib(static_cast<double>(bytes)), 1); }
 
 void print_tables(const Results& r, const Config& config) {
   std::cout << "\n  loss and gradients, plain vs chunked (chunks of " << config.chunk << " rows)\n"
@@ -186,11 +182,11 @@ void print_tables(const Results& r, const Config& config) {
             << mib(r.chunked_gpt_peak) << " MiB\n\n";
 }
 
-// Observations of the chunked head.
-void observe_head(const Config& config, const Results& r, const speedlabs::gpt::GPTConfig& model,
-                  speedlabs::Report& report) {
-  const std::string where = "B x T = " + std::to_string(r.peaks.front().rows) + ", C = " +
-                            std::to_string(model.n_embd) + ", V = " + std::to_string(model.vocab_size) +
+// The chunked head computes the plain one's loss and gradients, within each dtype's rounding.
+void observe_parity(const Config& config, const Results& r, const speedlabs::gpt::GPTConfig& model,
+                    speedlabs::Report& report) {
+  const std::string where = "B x T = " + std::to_string(r.peaks.front().rows) +
+                            ", C = " + std::to_string(model.n_embd) + ", V = " + std::to_string(model.vocab_size) +
                             ", chunks of " + std::to_string(config.chunk);
   nlohmann::json losses = nlohmann::json::object(), grads = nlohmann::json::object();
   bool losses_hold = true, grads_hold = true;
@@ -203,35 +199,41 @@ void observe_head(const Config& config, const Results& r, const speedlabs::gpt::
     const double grad_limit = f32 ? kGradRtolFloat : kGradRtolBf16;
     grads_hold = grads_hold && p.hidden_grad_error <= grad_limit && p.weight_grad_error <= grad_limit;
   }
-  report.check("chunked_loss_matches",
-               "the chunked head's loss equals libtorch's linear + cross_entropy at " + where, losses,
-               "relative error <= " + sci(kLossRtolFloat, 0) + " in float32, <= " +
-                   sci(kLossRtolBf16, 0) + " in bfloat16",
-               losses_hold);
+  report.check(
+      "chunked_loss_matches", "the chunked head's loss equals libtorch's linear + cross_entropy at " + where, losses,
+      "relative error <= " + sci(kLossRtolFloat, 0) + " in float32, <= " + sci(kLossRtolBf16, 0) + " in bfloat16",
+      losses_hold);
   report.check("chunked_grads_match",
                "the chunked backward's gradients of the hidden states and of the weight equal autograd's through "
-               "libtorch's linear + cross_entropy at " + where,
+               "libtorch's linear + cross_entropy at " +
+                   where,
                grads,
-               "max |difference| / max |plain| <= " + sci(kGradRtolFloat, 0) + " in float32, <= " +
-                   sci(kGradRtolBf16, 0) + " in bfloat16",
+               "max |difference| / max |plain| <= " + sci(kGradRtolFloat, 0) +
+                   " in float32, <= " + sci(kGradRtolBf16, 0) + " in bfloat16",
                grads_hold);
+}
 
+void observe_peak_memory(const Results& r, speedlabs::Report& report) {
   nlohmann::json sizes = nlohmann::json::array();
   for (const auto& p : r.peaks) {
     sizes.push_back({{"rows", p.rows},
-                     {"logits_MiB", static_cast<double>(p.logits_bytes) / kMiB},
-                     {"plain_MiB", static_cast<double>(p.plain_bytes) / kMiB},
-                     {"chunked_MiB", static_cast<double>(p.chunked_bytes) / kMiB}});
+                     {"logits_MiB", speedlabs::to_mib(static_cast<double>(p.logits_bytes))},
+                     {"plain_MiB", speedlabs::to_mib(static_cast<double>(p.plain_bytes))},
+                     {"chunked_MiB", speedlabs::to_mib(static_cast<double>(p.chunked_bytes))}});
   }
   const auto& largest = r.peaks.back();
-  const double share = static_cast<double>(largest.chunked_bytes) / static_cast<double>(std::max<int64_t>(largest.plain_bytes, 1));
+  const double share =
+      static_cast<double>(largest.chunked_bytes) / static_cast<double>(std::max<int64_t>(largest.plain_bytes, 1));
   report.check("peak_memory_vs_plain",
                "extra peak memory of one forward + backward: the plain head's grows with B x T x V, the chunked "
-               "one's with chunk x V; at the largest B x T (" + std::to_string(largest.rows) +
-                   ") the chunked one's is at most a quarter of the plain one's",
+               "one's with chunk x V; at the largest B x T (" +
+                   std::to_string(largest.rows) + ") the chunked one's is at most a quarter of the plain one's",
                {{"sizes", sizes}, {"share_at_largest", share}},
                "chunked / plain <= " + fixed(kPeakShareLimit, 2) + " at the largest B x T", share <= kPeakShareLimit);
+}
 
+void observe_head_time(const Results& r, speedlabs::Report& report) {
+  const auto& largest = r.peaks.back();
   const speedlabs::Summary ratio = r.head_timing.ratio(1, 0);
   const double plain_ms = r.head_timing.sides[0].median_ms, chunked_ms = r.head_timing.sides[1].median_ms;
   speedlabs::Evidence evidence;
@@ -244,84 +246,43 @@ void observe_head(const Config& config, const Results& r, const speedlabs::gpt::
   evidence.bounds = {{"chunked / plain time within a round (median)", ratio.median, kTiny, kHuge},
                      {"plain median ms", plain_ms, kTiny, kHuge},
                      {"chunked median ms", chunked_ms, kTiny, kHuge}};
-  report.decide("time_vs_plain",
-                "time of one forward + backward of the chunked head over the plain one at B x T = " +
-                    std::to_string(largest.rows) + ", interleaved",
-                {{"rows", largest.rows}, {"plain_ms", plain_ms}, {"chunked_ms", chunked_ms}, {"ratio", ratio.median},
-                 {"ratio_q1", ratio.q1}, {"ratio_q3", ratio.q3}, {"rounds", ratio.count}},
-                "reported; the goal is at most " + fixed(kTimeGoal, 1) + "x", evidence,
-                [](double x) { return x <= kTimeGoal; }, /*must_hold=*/false);
+  report.decide(
+      "time_vs_plain",
+      "time of one forward + backward of the chunked head over the plain one at B x T = " +
+          std::to_string(largest.rows) + ", interleaved",
+      {{"rows", largest.rows},
+       {"plain_ms", plain_ms},
+       {"chunked_ms", chunked_ms},
+       {"ratio", ratio.median},
+       {"ratio_q1", ratio.q1},
+       {"ratio_q3", ratio.q3},
+       {"rounds", ratio.count}},
+      "reported; the goal is at most " + fixed(kTimeGoal, 1) + "x", evidence, [](double x) { return x <= kTimeGoal; },
+      /*must_hold=*/false);
+}
 
+void observe_gpt_step(const Config& config, const Results& r, const speedlabs::gpt::GPTConfig& model,
+                      speedlabs::Report& report) {
   double worst = 0;
   for (size_t i = 0; i < r.plain_gpt_losses.size(); ++i) {
     worst = std::max(worst, std::abs(r.plain_gpt_losses[i] - r.chunked_gpt_losses[i]));
   }
   const int64_t logits_bytes = config.batch * config.seq * model.vocab_size * 4;
   const int64_t saved = r.plain_gpt_peak - r.chunked_gpt_peak;
-  report.check("gpt_step_with_chunked_head",
-               "lab 05's GPT-2 (" + config.model + ", float32, AdamW) trained " + std::to_string(config.gpt_steps) +
-                   " steps at B = " + std::to_string(config.batch) + ", T = " + std::to_string(config.seq) +
-                   " with the chunked head gives the plain head's losses, with a steady step's peak lower by at "
-                   "least the logits' size",
-               {{"plain_losses", r.plain_gpt_losses},
-                {"chunked_losses", r.chunked_gpt_losses},
-                {"max_loss_difference", worst},
-                {"plain_peak_MiB", static_cast<double>(r.plain_gpt_peak) / kMiB},
-                {"chunked_peak_MiB", static_cast<double>(r.chunked_gpt_peak) / kMiB},
-                {"logits_MiB", static_cast<double>(logits_bytes) / kMiB}},
-               "|loss difference| <= " + sci(kGptLossAtol, 0) +
-                   " per step; plain peak - chunked peak >= B x T x V x 4 bytes",
-               worst <= kGptLossAtol && saved >= logits_bytes);
-}
-
-// Observations of the fused op.
-void observe_fused(const Config& config, const Results& r, const c10::Device& device, speedlabs::Report& report) {
-  const std::string shape = "(" + std::to_string(config.fused_rows) + ", " + std::to_string(config.fused_cols) + ")";
-  const std::string how = device.is_cpu() ? "one Eigen expression per row (CPU)" : "the CUDA kernel";
-  report.check("fused_matches_unfused",
-               "bias + GELU(tanh) fused by hand (" + how + ") equals libtorch's gelu(x + bias) on " + shape,
-               {{"max_abs_error", r.fused_max_error}}, "max |difference| <= " + sci(kFusedAtol, 0),
-               r.fused_max_error <= kFusedAtol);
-
-  const double fused = fused_bytes(config.fused_rows, config.fused_cols);
-  const double unfused = unfused_bytes(config.fused_rows, config.fused_cols);
-  const double elements = static_cast<double>(config.fused_rows) * static_cast<double>(config.fused_cols);
-  report.check("fused_bytes_moved",
-               "bytes each version must move on " + shape + " float32, from the shapes: fused reads x and writes "
-               "the output; unfused also writes x + bias and reads it back",
-               {{"fused_MiB", fused / kMiB}, {"unfused_MiB", unfused / kMiB}, {"ratio", fused / unfused},
-                {"fused_flop_per_byte", kBiasGeluFlops * elements / fused}},
-               "reported (half the bytes)", true, /*must_hold=*/false);
-
-  const auto& t = r.fused_timing;
-  const double roof = r.memory_roof;
-  const auto share_of_roof = [&](size_t side, double bytes) {
-    return t.per_round([=](const std::vector<double>& ms) { return bytes / (ms[side] / 1e3) / roof; });
-  };
-  const speedlabs::Summary fused_share = share_of_roof(1, fused), unfused_share = share_of_roof(0, unfused);
-  const speedlabs::Summary ratio = t.ratio(1, 0);
-  speedlabs::Evidence evidence;
-  evidence.value = ratio;
-  evidence.contention = t.contention;
-  evidence.bounds = {{"fused bytes/s over the memory roof (median round)", fused_share.median, 0, 1 + kRoofTolerance},
-                     {"unfused bytes/s over the memory roof (median round)", unfused_share.median, 0,
-                      1 + kRoofTolerance},
-                     {"memory roof GB/s", roof / 1e9, std::numeric_limits<double>::min(), 1e6},
-                     {"bytes moved", fused, 1, std::numeric_limits<double>::max()}};
-  report.decide("fused_vs_unfused_time",
-                "time of the fused bias + GELU over libtorch's unfused chain on " + shape +
-                    ", interleaved, each placed on lab 07's memory roof of this machine",
-                {{"unfused_ms", t.sides[0].median_ms},
-                 {"fused_ms", t.sides[1].median_ms},
-                 {"ratio", ratio.median},
-                 {"memory_roof_GBps", roof / 1e9},
-                 {"fused_GBps", fused / (t.sides[1].median_ms / 1e3) / 1e9},
-                 {"unfused_GBps", unfused / (t.sides[0].median_ms / 1e3) / 1e9},
-                 {"fused_share_of_roof", fused_share.median},
-                 {"unfused_share_of_roof", unfused_share.median},
-                 {"rounds", ratio.count}},
-                "reported; expected below 1 (half the bytes)", evidence, [](double x) { return x < 1.0; },
-                /*must_hold=*/false);
+  report.check(
+      "gpt_step_with_chunked_head",
+      "lab 05's GPT-2 (" + config.model + ", float32, AdamW) trained " + std::to_string(config.gpt_steps) +
+          " steps at B = " + std::to_string(config.batch) + ", T = " + std::to_string(config.seq) +
+          " with the chunked head gives the plain head's losses, with a steady step's peak lower by at "
+          "least the logits' size",
+      {{"plain_losses", r.plain_gpt_losses},
+       {"chunked_losses", r.chunked_gpt_losses},
+       {"max_loss_difference", worst},
+       {"plain_peak_MiB", speedlabs::to_mib(static_cast<double>(r.plain_gpt_peak))},
+       {"chunked_peak_MiB", speedlabs::to_mib(static_cast<double>(r.chunked_gpt_peak))},
+       {"logits_MiB", speedlabs::to_mib(static_cast<double>(logits_bytes))}},
+      "|loss difference| <= " + sci(kGptLossAtol, 0) + " per step; plain peak - chunked peak >= B x T x V x 4 bytes",
+      worst <= kGptLossAtol && saved >= logits_bytes);
 }
 
 // Gnuplot's datablock: B x T, then the plain and the chunked extra peak in MiB.
@@ -329,18 +290,75 @@ std::string plot_data(const Results& results) {
   std::ostringstream data;
   data << "$data << EOD\n";
   for (const auto& p : results.peaks) {
-    data << p.rows << " " << static_cast<double>(p.plain_bytes) / kMiB << " "
-         << static_cast<double>(p.chunked_bytes) / kMiB << "\n";
+    data << p.rows << " " << speedlabs::to_mib(static_cast<double>(p.plain_bytes)) << " "
+         << speedlabs::to_mib(static_cast<double>(p.chunked_bytes)) << "\n";
   }
   data << "EOD\n";
   return data.str();
 }
 
+// The model whose head the lab measures; T must fit its block.
+speedlabs::gpt::GPTConfig checked_model(const Config& config) {
+  const auto model = speedlabs::gpt::GPTConfig::by_name(config.model);
+  model.require_sequence_fits(config.seq, "--seq " + std::to_string(config.seq));
+  return model;
+}
+
+// The memory sweep's B: a quarter, a half and all of --batch (each once).
+std::vector<int64_t> sweep_batches(const Config& config) {
+  std::vector<int64_t> batches{std::max<int64_t>(1, config.batch / 4), std::max<int64_t>(1, config.batch / 2),
+                               config.batch};
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  return batches;
+}
+
+void print_intro(const Config& config, const speedlabs::gpt::GPTConfig& model, const c10::Device& device,
+                 const std::vector<int64_t>& batches) {
+  std::cout << "the LM head of " << config.model << " (C = " << model.n_embd << ", V = " << model.vocab_size
+            << ") with its cross-entropy, plain and in chunks of " << config.chunk << " rows, on "
+            << speedlabs::describe(device) << "; B x T = ";
+  for (const int64_t b : batches) std::cout << b * config.seq << " ";
+  std::cout << "\n";
+}
+
+// Extra peak of one forward and backward of each head, at every B x T of the sweep.
+std::vector<HeadPeak> measure_peaks(const Config& config, const speedlabs::gpt::GPTConfig& model,
+                                    const c10::Device& device, const std::vector<int64_t>& batches) {
+  std::vector<HeadPeak> peaks;
+  for (const int64_t b : batches) {
+    speedlabs::stop_if_asked("during the memory measurements");
+    HeadPeak peak;
+    peak.rows = b * config.seq;
+    peak.logits_bytes = peak.rows * model.vocab_size * 4;
+    const auto in = head_inputs(model, peak.rows, config, device, torch::kFloat);
+    peak.plain_bytes = extra_peak_bytes([&] { forward_backward(plain_head, in); }, device);
+    peak.chunked_bytes = extra_peak_bytes([&] { forward_backward(chunked_head(config.chunk), in); }, device);
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+// One forward and backward of the plain head against the chunked one, interleaved, at @p rows = B x T.
+speedlabs::Interleaved time_heads(const Config& config, const speedlabs::gpt::GPTConfig& model,
+                                  const c10::Device& device, int64_t rows) {
+  const auto in = head_inputs(model, rows, config, device, torch::kFloat);
+  const Head chunked = chunked_head(config.chunk);
+  return speedlabs::time_interleaved({[&] {
+                                        speedlabs::stop_if_asked("during the timing");
+                                        forward_backward(plain_head, in);
+                                      },
+                                      [&] {
+                                        speedlabs::stop_if_asked("during the timing");
+                                        forward_backward(chunked, in);
+                                      }},
+                                     device, timing_options(config));
+}
+
 }  // namespace
 
 bool write_plot(const Results& results, const Config& config, const std::string& directory) {
-  const std::string title = "LM head + cross-entropy, forward + backward, " + config.model + " (V = 50257), chunks of " +
-                            std::to_string(config.chunk);
+  const std::string title = "LM head + cross-entropy, forward + backward, " + config.model +
+                            " (V = 50257), chunks of " + std::to_string(config.chunk);
   // The script comes on stdin; the output path and the title travel as ARG1 and ARG2, data, never script text.
   const std::string script = plot_data(results) + R"gnuplot(
 set terminal svg size 720,420 dynamic font "sans,12" background "white"
@@ -368,76 +386,26 @@ Results run(const Config& config, const c10::Device& device, speedlabs::Report& 
   if (!device.is_cpu() && !device.is_cuda()) throw speedlabs::UsageError("lab12: runs on the CPU or a CUDA GPU");
   speedlabs::install_stop_handlers();
   speedlabs::install_host_memory_counter();  // before any tensor: only counted storage can be measured
-  const auto model = speedlabs::gpt::GPTConfig::by_name(config.model);
-  if (config.seq > model.block_size) {
-    throw speedlabs::UsageError("lab12: --seq " + std::to_string(config.seq) + " is longer than the " + config.model +
-                                " model's block of " + std::to_string(model.block_size));
-  }
-  Results r;
-  std::vector<int64_t> batches{std::max<int64_t>(1, config.batch / 4), std::max<int64_t>(1, config.batch / 2),
-                               config.batch};
-  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-  std::cout << "the LM head of " << config.model << " (C = " << model.n_embd << ", V = " << model.vocab_size
-            << ") with its cross-entropy, plain and in chunks of " << config.chunk << " rows, on "
-            << speedlabs::describe(device) << "; B x T = ";
-  for (const int64_t b : batches) std::cout << b * config.seq << " ";
-  std::cout << "\n";
+  const auto model = checked_model(config);
+  const std::vector<int64_t> batches = sweep_batches(config);
+  print_intro(config, model, device, batches);
 
+  // The chunked head: the same loss and gradients, a fraction of the memory, its time, inside GPT-2's training.
+  Results r;
   const int64_t smallest = batches.front() * config.seq;
-  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) r.parity.push_back(parity(model, smallest, config, device, dtype));
-  for (const int64_t b : batches) {
-    speedlabs::stop_if_asked("during the memory measurements");
-    HeadPeak peak;
-    peak.rows = b * config.seq;
-    peak.logits_bytes = peak.rows * model.vocab_size * 4;
-    const auto in = head_inputs(model, peak.rows, config, device, torch::kFloat);
-    peak.plain_bytes = extra_peak_bytes([&] { forward_backward(plain_head, in); }, device);
-    peak.chunked_bytes = extra_peak_bytes([&] { forward_backward(chunked_head(config.chunk), in); }, device);
-    r.peaks.push_back(peak);
-  }
-  {
-    const auto in = head_inputs(model, r.peaks.back().rows, config, device, torch::kFloat);
-    const Head chunked = chunked_head(config.chunk);
-    r.head_timing = speedlabs::time_interleaved(
-        {[&] { speedlabs::stop_if_asked("during the timing"); forward_backward(plain_head, in); },
-         [&] { speedlabs::stop_if_asked("during the timing"); forward_backward(chunked, in); }},
-        device, timing_options(config));
-  }
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16})
+    r.parity.push_back(parity(model, smallest, config, device, dtype));
+  r.peaks = measure_peaks(config, model, device, batches);
+  r.head_timing = time_heads(config, model, device, r.peaks.back().rows);
   std::tie(r.plain_gpt_losses, r.plain_gpt_peak) = train_gpt(false, config, device);
   std::tie(r.chunked_gpt_losses, r.chunked_gpt_peak) = train_gpt(true, config, device);
   print_tables(r, config);
-  observe_head(config, r, model, report);
+  observe_parity(config, r, model, report);
+  observe_peak_memory(r, report);
+  observe_head_time(r, report);
+  observe_gpt_step(config, r, model, report);
 
-  // The fused op, on the lab's device: Eigen on the CPU, the CUDA kernel on a GPU.
-  const std::string fused_claim = "bias + GELU(tanh) fused by hand";
-  if (device.is_cuda() && !fused_kernel_built()) {
-    const std::string why = "the CUDA kernel was not built here (no nvcc at configure time)";
-    report.not_applicable("fused_matches_unfused", fused_claim + " equals libtorch's unfused chain", "max |difference| <= 1e-5", why);
-    report.not_applicable("fused_bytes_moved", fused_claim + ": bytes moved", "reported", why, false);
-    report.not_applicable("fused_vs_unfused_time", fused_claim + ": time over the unfused chain", "reported", why, false);
-  } else {
-    // Lab 07's roofline of this device: its memory roof (the best round of a copy and a triad far beyond the caches).
-    speedlabs::TimingOptions roof_timing;
-    roof_timing.warmup = 1;
-    roof_timing.repeats = 3;
-    const bool cpu = device.is_cpu();
-    const auto roofline = lab07::measure_roofline(speedlabs::gpt::GPTConfig::tiny(), 1, 32, device, cpu ? 512 : 4096,
-                                                  cpu ? 64 : 1024, roof_timing);
-    r.memory_roof = roofline.peaks.bandwidth();
-    torch::manual_seed(config.seed);
-    const auto options = torch::TensorOptions().device(device);
-    const auto x = torch::randn({config.fused_rows, config.fused_cols}, options);
-    const auto bias = torch::randn({config.fused_cols}, options);
-    r.fused_max_error = (fused_bias_gelu(x, bias) - unfused_bias_gelu(x, bias)).abs().max().item<double>();
-    auto out = torch::empty_like(x), biased = torch::empty_like(x);
-    r.fused_timing = speedlabs::time_interleaved({[&] { unfused_bias_gelu_out(x, bias, biased, out); },
-                                                  [&] { fused_bias_gelu_out(x, bias, out); }},
-                                                 device, timing_options(config));
-    std::cout << "  bias + GELU on (" << config.fused_rows << ", " << config.fused_cols << "): unfused "
-              << fixed(r.fused_timing.sides[0].median_ms, 2) << " ms, fused " << fixed(r.fused_timing.sides[1].median_ms, 2)
-              << " ms; memory roof (lab 07) " << fixed(r.memory_roof / 1e9, 1) << " GB/s\n\n";
-    observe_fused(config, r, device, report);
-  }
+  run_fused_op(config, device, r, report);
   if (!config.plots_dir.empty()) write_plot(r, config, config.plots_dir);
   return r;
 }

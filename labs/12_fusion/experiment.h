@@ -55,34 +55,42 @@ inline constexpr double kRoofTolerance = 0.25;
 
 /// The two heads at one size.
 struct HeadPeak {
-  int64_t rows = 0;            ///< B x T
-  int64_t plain_bytes = 0;     ///< extra peak bytes of one forward and backward of the plain head
-  int64_t chunked_bytes = 0;   ///< the same for the chunked head
-  int64_t logits_bytes = 0;    ///< B x T x V float32: the plain head's logits alone
+  int64_t rows = 0;           ///< B x T
+  int64_t plain_bytes = 0;    ///< extra peak bytes of one forward and backward of the plain head
+  int64_t chunked_bytes = 0;  ///< the same for the chunked head
+  int64_t logits_bytes = 0;   ///< B x T x V float32: the plain head's logits alone
 };
 
 /// Loss and gradients of both heads at one size and dtype.
 struct Parity {
-  std::string dtype;           ///< "float32" or "bfloat16"
-  double plain_loss = 0;       ///< libtorch's linear + cross_entropy
-  double chunked_loss = 0;     ///< chunked_cross_entropy
+  std::string dtype;             ///< "float32" or "bfloat16"
+  double plain_loss = 0;         ///< libtorch's linear + cross_entropy
+  double chunked_loss = 0;       ///< chunked_cross_entropy
   double hidden_grad_error = 0;  ///< max |chunked - plain| of d hidden over max |plain|
   double weight_grad_error = 0;  ///< the same for d weight
 };
 
 /// Everything the run measured.
 struct Results {
-  std::vector<Parity> parity;          ///< float32, then bfloat16
-  std::vector<HeadPeak> peaks;         ///< one per B x T, ascending
-  speedlabs::Interleaved head_timing;  ///< plain, chunked forward + backward at the largest B x T
+  std::vector<Parity> parity;              ///< float32, then bfloat16
+  std::vector<HeadPeak> peaks;             ///< one per B x T, ascending
+  speedlabs::Interleaved head_timing;      ///< plain, chunked forward + backward at the largest B x T
   std::vector<double> plain_gpt_losses;    ///< per training step, with the plain head
   std::vector<double> chunked_gpt_losses;  ///< per training step, with the chunked head
-  int64_t plain_gpt_peak = 0;    ///< the largest extra peak of a steady step (after the first), plain head
-  int64_t chunked_gpt_peak = 0;  ///< the same with the chunked head
-  double fused_max_error = 0;          ///< max |fused - unfused| of bias + GELU
-  speedlabs::Interleaved fused_timing; ///< unfused, fused
-  double memory_roof = 0;              ///< bytes/s: lab 07's memory roof of this device
+  int64_t plain_gpt_peak = 0;              ///< the largest extra peak of a steady step (after the first), plain head
+  int64_t chunked_gpt_peak = 0;            ///< the same with the chunked head
+  double fused_max_error = 0;              ///< max |fused - unfused| of bias + GELU
+  speedlabs::Interleaved fused_timing;     ///< unfused, fused
+  double memory_roof = 0;                  ///< bytes/s: lab 07's memory roof of this device
 };
+
+/// @p value in scientific notation with @p digits digits after the point: "1e-05" for (1e-5, 0), as the claims
+/// print their tolerances.
+std::string sci(double value, int digits);
+
+/// The options of the interleaved timings: the config's warm-up and rounds, up to three times more rounds
+/// while the samples scatter, within 10 s.
+speedlabs::TimingOptions timing_options(const Config& config);
 
 /// Extra peak bytes of tensors on @p device while @p call runs, beyond those live before it (the counting
 /// allocator of common/host_memory.h on the CPU, the caching allocator's statistics on a GPU).

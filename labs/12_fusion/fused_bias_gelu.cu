@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fused_kernel.h"
+#include "fused_bias_gelu.h"
 
 namespace lab12::cuda {
 namespace {
@@ -13,8 +13,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxRowBlocks = 65535;  // the grid's y dimension
 
-__global__ void bias_gelu_kernel(const float* __restrict__ x, const float* __restrict__ bias,
-                                 float* __restrict__ out, int64_t rows, int64_t cols) {
+__global__ void bias_gelu_kernel(const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ out,
+                                 int64_t rows, int64_t cols) {
   const float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
   const float kKappa = 0.044715f;
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#ifdef SPEEDLABS_LAB12_FUSED_KERNEL
-#include "fused_kernel.h"
+#ifdef SPEEDLABS_LAB12_CUDA_KERNEL
+#include "fused_bias_gelu.h"
 #endif
 
 namespace lab12 {
@@ -29,7 +29,7 @@ void check_inputs(const torch::Tensor& x, const torch::Tensor& bias) {
 }  // namespace
 
 bool fused_kernel_built() {
-#ifdef SPEEDLABS_LAB12_FUSED_KERNEL
+#ifdef SPEEDLABS_LAB12_CUDA_KERNEL
   return true;
 #else
   return false;
@@ -49,7 +49,7 @@ void fused_bias_gelu_out(const torch::Tensor& x, const torch::Tensor& bias, torc
               "lab12: out must be a contiguous float32 tensor of x's shape on x's device");
   const int64_t rows = x.size(0), cols = x.size(1);
   if (x.is_cuda()) {
-#ifdef SPEEDLABS_LAB12_FUSED_KERNEL
+#ifdef SPEEDLABS_LAB12_CUDA_KERNEL
     cuda::fused_bias_gelu(x.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(), rows, cols);
     return;
 #else

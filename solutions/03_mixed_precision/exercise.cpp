@@ -65,9 +65,11 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
 
 void GradScaler::update() {
   if (!options_.enabled) return;
-  if (per_optimizer_.empty()) throw std::logic_error("GradScaler::update(): no inf checks were recorded before update()");
+  if (per_optimizer_.empty())
+    throw std::logic_error("GradScaler::update(): no inf checks were recorded before update()");
   bool found_inf = false;
-  for (const auto& [optimizer, progress] : per_optimizer_) found_inf = found_inf || progress.found_inf.item<float>() != 0.0f;
+  for (const auto& [optimizer, progress] : per_optimizer_)
+    found_inf = found_inf || progress.found_inf.item<float>() != 0.0f;
   state_ = next_scale_state(state_, found_inf, rule());
   per_optimizer_.clear();
 }

@@ -10,7 +10,8 @@ namespace lab07 {
 
 PrefetchLoader::PrefetchLoader(MakeBatch make_batch, int64_t capacity)
     : make_batch_(std::move(make_batch)), capacity_(capacity) {
-  if (capacity_ < 1) throw speedlabs::UsageError("PrefetchLoader: capacity must be at least 1, not " + std::to_string(capacity_));
+  if (capacity_ < 1)
+    throw speedlabs::UsageError("PrefetchLoader: capacity must be at least 1, not " + std::to_string(capacity_));
   if (!make_batch_) throw speedlabs::UsageError("PrefetchLoader: make_batch is empty");
   worker_ = std::thread([this] { work(); });
 }

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "flash_kernel.h"
+#include "flash_attention.h"
 
 namespace lab09::cuda {
 namespace {
@@ -107,8 +107,12 @@ void flash_attention_forward(const float* q, const float* k, const float* v, flo
     throw std::invalid_argument("flash_attention_forward: batch and heads at most 65535, seq at most 2^30");
   }
   switch (head_size) {
-    case 32: launch<32>(q, k, v, out, lse, batch, heads, seq); break;
-    case 64: launch<64>(q, k, v, out, lse, batch, heads, seq); break;
+    case 32:
+      launch<32>(q, k, v, out, lse, batch, heads, seq);
+      break;
+    case 64:
+      launch<64>(q, k, v, out, lse, batch, heads, seq);
+      break;
     default:
       throw std::invalid_argument("flash_attention_forward: head_size " + std::to_string(head_size) +
                                   " has no kernel (32 or 64)");

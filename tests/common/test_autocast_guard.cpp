@@ -11,9 +11,7 @@ namespace {
 
 using speedlabs::AutocastGuard;
 
-torch::Tensor linear_out(const torch::Tensor& weight) {
-  return torch::linear(torch::ones({2, 4}), weight);
-}
+torch::Tensor linear_out(const torch::Tensor& weight) { return torch::linear(torch::ones({2, 4}), weight); }
 
 TEST(AutocastGuard, EnablesAndRestores) {
   ASSERT_FALSE(at::autocast::is_autocast_enabled(c10::kCPU));
@@ -75,9 +73,7 @@ TEST(AutocastGuard, CastCacheLivesInsideAndIsClearedAtTheOutermostExit) {
       torch::NoGradGuard no_grad;
       weight.fill_(2.0);  // an optimizer step, in place
     }
-    {
-      AutocastGuard inner(c10::kCPU, c10::kBFloat16);
-    }  // an inner exit must not clear the cache
+    { AutocastGuard inner(c10::kCPU, c10::kBFloat16); }  // an inner exit must not clear the cache
     // Still inside the outermost guard: the cached bf16 copy is reused, so the update is not seen (4 = 4*1).
     EXPECT_EQ(linear_out(weight)[0][0].item<float>(), 4.0f);
     EXPECT_EQ(first[0][0].item<float>(), 4.0f);

@@ -56,12 +56,13 @@ TEST(Cli, FlagsReachTheExperimentAndJsonIsWritten) {
   const auto path = (std::filesystem::temp_directory_path() / "speedlabs_cli_test.json").string();
   int n = 1;
   bool quick = false;
-  const int code = run_with({"--n", "7", "--quick", "--json", path},
-                            [&](const speedlabs::LabContext& c, speedlabs::Report& r) {
-                              quick = c.flags.quick;
-                              r.check("n", "n arrives", n, "7", n == 7);
-                            },
-                            &n);
+  const int code = run_with(
+      {"--n", "7", "--quick", "--json", path},
+      [&](const speedlabs::LabContext& c, speedlabs::Report& r) {
+        quick = c.flags.quick;
+        r.check("n", "n arrives", n, "7", n == 7);
+      },
+      &n);
   EXPECT_EQ(code, 0);
   EXPECT_TRUE(quick);
   std::ifstream in(path);
@@ -156,9 +157,28 @@ TEST(Cli, OutOfMemorySaysWhereHowMuchAndWhatToChange) {
   EXPECT_NE(gpu.find("(2.00 GiB)"), std::string::npos) << gpu;
 
   EXPECT_EQ(run_with({}, [](const auto&, auto&) { throw std::bad_alloc(); }), 3);
-  EXPECT_EQ(run_with({}, [](const auto&, auto&) {
-              TORCH_CHECK_WITH(OutOfMemoryError, false, "DefaultCPUAllocator: not enough memory: you tried to allocate 64 bytes.");
-            }), 3);
+  EXPECT_EQ(run_with({},
+                     [](const auto&, auto&) {
+                       TORCH_CHECK_WITH(OutOfMemoryError, false,
+                                        "DefaultCPUAllocator: not enough memory: you tried to allocate 64 bytes.");
+                     }),
+            3);
+}
+
+// libtorch's CPU allocator reports a failed allocation as a plain c10::Error: it is out of memory all the
+// same (exit 3, the friendly message), not a raw "libtorch error: [enforce fail at alloc_cpu.cpp]".
+TEST(Cli, AHostAllocationFailureIsOutOfMemory) {
+  EXPECT_TRUE(speedlabs::is_host_allocation_failure(
+      "[enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+      "allocate 51463168000 bytes. Error code 12 (Cannot allocate memory)"));
+  EXPECT_FALSE(speedlabs::is_host_allocation_failure("Expected all tensors to be on the same device"));
+  ::testing::internal::CaptureStderr();
+  // 1 PiB: more than any x86-64 or arm64 address space holds, so the allocation fails at once everywhere.
+  const int code = run_with({}, [](const auto&, auto&) { torch::empty({int64_t{1} << 50}, torch::kByte); });
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 3);
+  EXPECT_NE(said.find("out of host memory"), std::string::npos) << said;
+  EXPECT_NE(said.find("(1024.0 TiB)"), std::string::npos) << said;
 }
 
 TEST(Cli, FormatBytesUsesBinaryUnits) {

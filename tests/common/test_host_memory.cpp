@@ -36,7 +36,7 @@ TEST(HostMemory, ATensorMovesTheCountersByExactlyItsBytes) {
     EXPECT_EQ(during.allocations, 1);
   }
   const HostMemoryStats after = host_memory_stats();
-  EXPECT_EQ(after.live_bytes, before.live_bytes);         // the free subtracts what the allocation added
+  EXPECT_EQ(after.live_bytes, before.live_bytes);          // the free subtracts what the allocation added
   EXPECT_EQ(after.peak_bytes - before.live_bytes, 12000);  // the peak remembers it until the next reset
 }
 
@@ -69,7 +69,7 @@ TEST(HostMemory, AnOperatorsResultIsCounted) {
 
 TEST(HostMemory, AResizeFreesTheOldBufferAndCountsTheNewOne) {
   speedlabs::install_host_memory_counter();  // first: a storage keeps the allocator it was made with
-  auto tensor = torch::zeros({100});          // 400 bytes
+  auto tensor = torch::zeros({100});         // 400 bytes
   const HostMemoryStats before = start_phase();
   tensor.resize_({250});  // storage grows: 1000 bytes allocated, the 400 freed after the copy
   const HostMemoryStats after = host_memory_stats();

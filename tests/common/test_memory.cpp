@@ -1,4 +1,5 @@
-// common/memory: the process's resident peak on the CPU, and no device statistics where there are none.
+// common/memory: the process's resident peak on the CPU, no device statistics where there are none, and the
+// meter of the bytes tensors hold.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "common/device.h"
+#include "common/errors.h"
 #include "common/memory.h"
 
 namespace {
@@ -57,6 +59,41 @@ TEST(Memory, CudaPeakCountsAnAllocation) {
   EXPECT_GE(*speedlabs::peak_memory_bytes(cuda) - *baseline, kFloats * 4);
   speedlabs::reset_peak_memory(cuda);  // the tensor is freed: the new peak is below it
   EXPECT_LT(*speedlabs::peak_memory_bytes(cuda) - *baseline, kFloats * 4);
+}
+
+TEST(TensorMemoryMeter, CountsCpuTensorsLiveAndAtTheirPeak) {
+  ASSERT_TRUE(speedlabs::TensorMemoryMeter::can_measure(kCpu));
+  speedlabs::TensorMemoryMeter meter(kCpu);  // installs the counting allocator: tensors from here on are counted
+  const int64_t before = meter.live();
+  const auto kept = torch::zeros({1024});
+  EXPECT_EQ(meter.live() - before, 1024 * 4);
+  // A call's temporary counts in its extra peak; what was live before the call does not.
+  EXPECT_EQ(meter.extra_peak_bytes([] { [[maybe_unused]] const auto temporary = torch::zeros({4096}); }), 4096 * 4);
+  EXPECT_EQ(meter.live() - before, 1024 * 4);
+  meter.reset_peak();
+  EXPECT_EQ(meter.peak(), meter.live());
+  EXPECT_FALSE(meter.reserved().has_value()) << "the CPU allocator caches nothing";
+  EXPECT_EQ(kept.numel(), 1024);
+}
+
+#ifndef SPEEDLABS_TORCH_HAS_CUDA
+TEST(TensorMemoryMeter, RefusesADeviceWithoutStatistics) {
+  const c10::Device cuda(c10::kCUDA, 0);  // no CUDA allocator in this libtorch
+  EXPECT_FALSE(speedlabs::TensorMemoryMeter::can_measure(cuda));
+  EXPECT_THROW(speedlabs::TensorMemoryMeter{cuda}, speedlabs::UsageError);
+}
+#endif
+
+TEST(TensorMemoryMeter, CountsACudaAllocationLikeTheCpus) {
+  if (!speedlabs::cuda_available()) GTEST_SKIP() << "no CUDA GPU here";
+  const c10::Device cuda(c10::kCUDA, 0);
+  speedlabs::TensorMemoryMeter meter(cuda);
+  const int64_t before = meter.live();
+  const auto kept = torch::zeros({1 << 20}, torch::TensorOptions().device(cuda));
+  EXPECT_EQ(meter.live() - before, (1 << 20) * 4);
+  EXPECT_GE(meter.extra_peak_bytes([&] { [[maybe_unused]] const auto temporary = kept * 2; }), (1 << 20) * 4);
+  ASSERT_TRUE(meter.reserved().has_value());
+  EXPECT_GE(*meter.reserved(), meter.live());
 }
 
 }  // namespace

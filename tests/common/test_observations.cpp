@@ -111,8 +111,7 @@ TEST(Verdicts, AnExpectationInsideTheSpreadIsNotDecided) {
 TEST(Verdicts, ScatteredSamplesAreNotDecided) {
   std::string reason;
   // Median 10, quartiles 5 and 20: every one of them is above 3, but the middle half spans 150%.
-  EXPECT_EQ(speedlabs::decide_verdict(quiet({4.0, 5.0, 10.0, 20.0, 30.0}), at_least_3, reason),
-            Verdict::inconclusive);
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({4.0, 5.0, 10.0, 20.0, 30.0}), at_least_3, reason), Verdict::inconclusive);
   EXPECT_NE(reason.find("scatter"), std::string::npos) << reason;
 }
 
@@ -135,15 +134,20 @@ TEST(Verdicts, ABrokenBoundRefusesEvenAClearVerdict) {
   auto e = quiet({2.7, 2.73, 2.75});
   e.bounds.push_back({"share of the loading time hidden", 2.73, -0.05, 1.05});
   std::string reason;
-  EXPECT_EQ(speedlabs::decide_verdict(e, [](double share) { return share >= 0.5; }, reason),
+  EXPECT_EQ(speedlabs::decide_verdict(
+                e, [](double share) { return share >= 0.5; }, reason),
             Verdict::inconclusive);
   EXPECT_NE(reason.find("share of the loading time hidden"), std::string::npos) << reason;
   // NaN breaks every bound.
   e.bounds = {{"share", std::nan(""), 0.0, 1.0}};
-  EXPECT_EQ(speedlabs::decide_verdict(e, [](double) { return true; }, reason), Verdict::inconclusive);
+  EXPECT_EQ(speedlabs::decide_verdict(
+                e, [](double) { return true; }, reason),
+            Verdict::inconclusive);
   // Within its bounds the same evidence decides.
   e.bounds = {{"share", 0.9, 0.0, 1.0}};
-  EXPECT_EQ(speedlabs::decide_verdict(e, [](double) { return true; }, reason), Verdict::holds);
+  EXPECT_EQ(speedlabs::decide_verdict(
+                e, [](double) { return true; }, reason),
+            Verdict::holds);
 }
 
 TEST(Verdicts, AnUndecidedMustHoldExitsFiveAndAFailureStillWins) {

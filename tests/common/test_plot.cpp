@@ -28,8 +28,9 @@ class Plots : public ::testing::Test {
     // A quote and a space in the folder: names travel as data (ARG1, ARG2), never as gnuplot code.
     folder_ = fs::temp_directory_path() / ("speedlabs plot's-" + std::to_string(getpid()));
     fs::create_directories(folder_);
-    speedlabs::write_file_atomically((folder_ / "line.gp").string(),
-                                     "set terminal svg\nset output ARG2\nset title ARG3\nplot ARG1 using 1:2 with lines\n");
+    speedlabs::write_file_atomically(
+        (folder_ / "line.gp").string(),
+        "set terminal svg\nset output ARG2\nset title ARG3\nplot ARG1 using 1:2 with lines\n");
   }
   void TearDown() override { fs::remove_all(folder_); }
   fs::path folder_;
@@ -50,8 +51,9 @@ TEST_F(Plots, TheChartAndItsDataLandBesideEachOtherAndNothingElse) {
 
 TEST_F(Plots, AFailingScriptSaysWhyAndLeavesNoChart) {
   std::string failure;
-  EXPECT_EQ(speedlabs::plot_svg((folder_ / "line.gp").string(), folder_.string(), "chart", "not numbers\n", {"t"}, failure),
-            "");
+  EXPECT_EQ(
+      speedlabs::plot_svg((folder_ / "line.gp").string(), folder_.string(), "chart", "not numbers\n", {"t"}, failure),
+      "");
   EXPECT_NE(failure.find("gnuplot"), std::string::npos) << failure;
   EXPECT_FALSE(fs::exists(folder_ / "chart.svg"));
   EXPECT_EQ(speedlabs::run_gnuplot("", "this is not gnuplot\n", {}).find("gnuplot"), 0u);
@@ -77,9 +79,9 @@ TEST_F(Plots, AChartIsNeverWrittenThroughALink) {
   speedlabs::write_file_atomically(victim.string(), "mine\n");
   fs::create_symlink(victim, folder_ / "chart.svg");
   std::string failure;
-  EXPECT_THROW(speedlabs::write_svgs("set terminal svg\nset output ARG1\nplot x\n", folder_.string(), {"chart"}, {},
-                                     failure),
-               speedlabs::RuntimeFailure);
+  EXPECT_THROW(
+      speedlabs::write_svgs("set terminal svg\nset output ARG1\nplot x\n", folder_.string(), {"chart"}, {}, failure),
+      speedlabs::RuntimeFailure);
   EXPECT_EQ(speedlabs::read_file(victim.string()), "mine\n");
   EXPECT_TRUE(fs::is_symlink(folder_ / "chart.svg"));
 }

@@ -32,7 +32,8 @@ TEST(Precision, ScopeByTorchNameRestoresToo) {
 
 TEST(EnumNames, OneTableGivesValuesNamesAndAParserThatListsTheChoices) {
   enum class Color { red, green, blue };
-  const speedlabs::EnumNames<Color> colors("color", {{Color::red, "red"}, {Color::green, "green"}, {Color::blue, "blue"}});
+  const speedlabs::EnumNames<Color> colors("color",
+                                           {{Color::red, "red"}, {Color::green, "green"}, {Color::blue, "blue"}});
   EXPECT_EQ(colors.values(), (std::vector<Color>{Color::red, Color::green, Color::blue}));
   EXPECT_EQ(colors.names(), (std::vector<std::string>{"red", "green", "blue"}));
   for (Color c : colors.values()) EXPECT_EQ(colors.parse(colors.name(c)), c);

@@ -75,7 +75,8 @@ TEST(Predictions, AMissingFileHasNoQuestionsAndNoError) {
 TEST(Predictions, EveryMalformedFileIsNamedByItsLine) {
   const std::pair<const char*, const char*> cases[] = {
       {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\nrelative = \n", ":6:"},  // TOML syntax
-      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\ncolour = 2\n", ":6: unknown key 'colour'"},
+      {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\ncolour = 2\n",
+       ":6: unknown key 'colour'"},
       {"[[question]]\nid = \"a\"\nunit = \"x\"\nanswer = 1\n", ":1: the question has no 'question'"},
       {"[[question]]\nid = \"a\"\nquestion = \"q\"\nunit = \"x\"\n", ":1: the question has no 'answer'"},
       {"[[question]]\nid = 3\nquestion = \"q\"\nunit = \"x\"\nanswer = 1\n", ":2: 'id' must be a string"},
@@ -105,7 +106,8 @@ TEST(Predictions, EachToleranceSaysCloseOrOffAndByHowMuch) {
   EXPECT_EQ(status(10.0, 10.8, {Tolerance::Kind::absolute, 1}).status, Comparison::Status::close);
   EXPECT_EQ(status(1.5, 3.0, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::close);
   EXPECT_EQ(status(0.5, 3.0, {Tolerance::Kind::side_of, 1}).detail, "other side of 1");
-  EXPECT_EQ(status(INFINITY, "inf", {}).status, Comparison::Status::close) << "inf as TOML writes it, inf as the labs do";
+  EXPECT_EQ(status(INFINITY, "inf", {}).status, Comparison::Status::close)
+      << "inf as TOML writes it, inf as the labs do";
   EXPECT_EQ(status("MEMORY", "memory", {}).status, Comparison::Status::close);
   EXPECT_EQ(status(true, false, {}).status, Comparison::Status::off);
   EXPECT_EQ(status(nullptr, 3.0, {}).status, Comparison::Status::blank);

@@ -60,7 +60,8 @@ TEST(Process, AStopRequestEndsTheChildAndItsGroup) {
           kill(getpid(), SIGTERM);
         });
         const auto start = std::chrono::steady_clock::now();
-        const auto result = speedlabs::run_process({"sh", "-c", "sleep 60 & echo $! > \"$0\"; wait", pid_file.string()});
+        const auto result =
+            speedlabs::run_process({"sh", "-c", "sleep 60 & echo $! > \"$0\"; wait", pid_file.string()});
         const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         signaller.join();
         pid_t grandchild = 0;
@@ -78,6 +79,40 @@ TEST(Process, AStopRequestEndsTheChildAndItsGroup) {
         std::exit(result.interrupted && speedlabs::stop_requested() && seconds < 10 && grandchild_ended ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "interrupted=1");
+}
+
+// The lab killed outright (SIGKILL: no handler runs) while a child runs: the child gets SIGKILL too, so
+// nothing it started outlives the lab. The child itself kills the death test's process, then waits.
+TEST(Process, AChildDiesWithTheLabEvenOnSigkill) {
+  const auto pid_file = std::filesystem::temp_directory_path() / ("speedlabs-orphan-" + std::to_string(getpid()));
+  EXPECT_EXIT(speedlabs::run_process({"sh", "-c", "echo $$ > \"$0\"; kill -9 $PPID; exec sleep 60", pid_file.string()}),
+              ::testing::KilledBySignal(SIGKILL), "");
+  pid_t child = 0;
+  for (int i = 0; i < 50 && child == 0; ++i) {  // the file is written before the kill; read it whole
+    std::ifstream(pid_file) >> child;
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::filesystem::remove(pid_file);
+  ASSERT_GT(child, 0);
+  bool child_ended = false;  // gone, or a zombie waiting for init to reap it
+  for (int i = 0; i < 50 && !child_ended; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    child_ended = !std::getline(stat, line) || line.substr(line.rfind(')') + 2, 1) == "Z";
+    if (!child_ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!child_ended) kill(child, SIGKILL);
+  EXPECT_TRUE(child_ended) << "the child " << child << " outlived the lab that started it";
+}
+
+// A lab checks its --python before any work: a missing or non-executable program is a usage error.
+TEST(Process, RequireProgramFindsPathsAndPathEntries) {
+  EXPECT_NO_THROW(speedlabs::require_program("sh", "--python"));
+  EXPECT_NO_THROW(speedlabs::require_program("/bin/sh", "--python"));
+  EXPECT_THROW(speedlabs::require_program("/nonexistent/python", "--python"), speedlabs::UsageError);
+  EXPECT_THROW(speedlabs::require_program("/etc/passwd", "--python"), speedlabs::UsageError);
+  EXPECT_THROW(speedlabs::require_program("/tmp", "--python"), speedlabs::UsageError);
+  EXPECT_THROW(speedlabs::require_program("no-such-program-speedlabs", "--python"), speedlabs::UsageError);
 }
 
 TEST(Process, MissingProgramIsAClearError) {

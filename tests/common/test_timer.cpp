@@ -73,8 +73,8 @@ TEST(Timer, QuartilesInterpolateBetweenSamples) {
 
 TEST(Timer, InterleavesTheSidesAndReversesEveryOtherRound) {
   std::string order;
-  const auto result = speedlabs::time_interleaved({[&] { order += 'A'; }, [&] { order += 'B'; }},
-                                                  c10::Device(c10::kCPU), {1, 4});
+  const auto result =
+      speedlabs::time_interleaved({[&] { order += 'A'; }, [&] { order += 'B'; }}, c10::Device(c10::kCPU), {1, 4});
   // One warm-up round, then four measured ones: A B, B A, A B, B A, A B.
   EXPECT_EQ(order, "ABBAABBAAB");
   ASSERT_EQ(result.sides.size(), 2u);
@@ -87,10 +87,9 @@ TEST(Timer, RatioIsTakenWithinEachRound) {
   // the per-round ratio stays 2 with no spread, though each side's own times scatter widely.
   int calls = 0;
   const auto ms = [](int n) { return std::chrono::milliseconds(n); };
-  const auto result = speedlabs::time_interleaved(
-      {[&] { std::this_thread::sleep_for(ms(4 * (1 + calls++ / 2))); },
-       [&] { std::this_thread::sleep_for(ms(2 * (1 + calls++ / 2))); }},
-      c10::Device(c10::kCPU), {0, 5});
+  const auto result = speedlabs::time_interleaved({[&] { std::this_thread::sleep_for(ms(4 * (1 + calls++ / 2))); },
+                                                   [&] { std::this_thread::sleep_for(ms(2 * (1 + calls++ / 2))); }},
+                                                  c10::Device(c10::kCPU), {0, 5});
   const auto ratio = result.ratio(0, 1);
   EXPECT_GT(result.sides[0].spread(), 0.5);
   EXPECT_NEAR(ratio.median, 2.0, 0.3);  // sleeps overshoot by well under a millisecond
@@ -100,9 +99,8 @@ TEST(Timer, RatioIsTakenWithinEachRound) {
 TEST(Timer, AddsRoundsWhileScatteredUpToTheLimit) {
   int calls = 0;
   // Every call is 1 ms longer than the last, so the spread never settles: rounds go on to max_repeats.
-  const auto scattered = speedlabs::time_ms(
-      [&] { std::this_thread::sleep_for(std::chrono::milliseconds(++calls)); }, c10::Device(c10::kCPU),
-      {0, 3, 8, 0.01, 10.0});
+  const auto scattered = speedlabs::time_ms([&] { std::this_thread::sleep_for(std::chrono::milliseconds(++calls)); },
+                                            c10::Device(c10::kCPU), {0, 3, 8, 0.01, 10.0});
   EXPECT_EQ(scattered.samples_ms.size(), 8u);
   // A steady call stops at the minimum.
   const auto steady = speedlabs::time_ms([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); },
@@ -127,12 +125,11 @@ TEST(Timer, AStopRequestIsAnsweredBetweenTwoTimedCalls) {
         int calls = 0;
         const auto start = std::chrono::steady_clock::now();
         try {
-          speedlabs::time_interleaved(
-              {[&] {
-                 if (++calls == 3) kill(getpid(), SIGTERM);
-                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
-               }},
-              c10::Device(c10::kCPU), {0, 600});
+          speedlabs::time_interleaved({[&] {
+                                        if (++calls == 3) kill(getpid(), SIGTERM);
+                                        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                      }},
+                                      c10::Device(c10::kCPU), {0, 600});
         } catch (const speedlabs::RuntimeFailure& e) {
           const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           std::fprintf(stderr, "%s after %d calls, %.1f s\n", e.what(), calls, seconds);

@@ -1,14 +1,14 @@
 // Data directory, checksums, the token cache, the batch loader and the tokenize tool.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -17,6 +17,7 @@
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"
+#include "datasets/token_cache.h"
 #include "tests/support/tokenizer.h"
 
 namespace {
@@ -57,9 +58,8 @@ class ScopedEnv {
 class TempDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("speedlabs-datasets-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("speedlabs-datasets-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     cache_env_.emplace("SPEEDLABS_CACHE_DIR", (dir_ / "cache").string());
@@ -123,6 +123,19 @@ TEST_F(TempDirTest, MissingFileNamesItAndHowToGetIt) {
   EXPECT_THROW(datasets::require_file(dir_, "not/in/manifest.txt"), UsageError);
 }
 
+// A folder or a symbolic link loop where a data file should be is named for what it is, not "missing".
+TEST_F(TempDirTest, AFolderOrALinkLoopIsNotCalledMissing) {
+  fs::create_directories(dir_ / "gpt2" / "vocab.bpe");
+  const std::string folder = message_of([&] { datasets::require_file(dir_, datasets::kVocabBpePath); });
+  EXPECT_NE(folder.find("is a folder"), std::string::npos) << folder;
+  EXPECT_EQ(folder.find("missing"), std::string::npos) << folder;
+  fs::create_symlink("encoder.json", dir_ / "gpt2" / "encoder.json");  // points at itself
+  const std::string loop = message_of([&] { datasets::require_file(dir_, datasets::kEncoderJsonPath); });
+  EXPECT_NE(loop.find("cannot be read: Too many levels of symbolic links"), std::string::npos) << loop;
+  EXPECT_EQ(loop.find("missing"), std::string::npos) << loop;
+  EXPECT_NE(loop.find("./lab setup"), std::string::npos) << loop;
+}
+
 TEST_F(TempDirTest, CorruptCopyFailsTheChecksum) {
   const fs::path real = datasets::require_file(datasets::resolve_data_dir(), datasets::kShakespearePath);
   std::string text = read_bytes(real);
@@ -130,7 +143,7 @@ TEST_F(TempDirTest, CorruptCopyFailsTheChecksum) {
   write_bytes(copy, text);
   EXPECT_NO_THROW(datasets::require_file(dir_, datasets::kShakespearePath));
 
-  text[1000] ^= 1;  // one bit, same size
+  text[1000] ^= 1;                // one bit, same size
   write_bytes(copy, text + "!");  // and a changed size, so even a same-tick mtime cannot hide it
   const std::string message = message_of([&] { datasets::require_file(dir_, datasets::kShakespearePath); });
   EXPECT_NE(message.find("corrupt"), std::string::npos) << message;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# scripts/fetch-data.sh: keeps correct files, downloads missing ones, refuses a wrong sum without
+# scripts/driver/fetch-data.sh: keeps correct files, downloads missing ones, refuses a wrong sum without
 # leaving anything behind, and reports an unreachable source. Downloads come from file:// URLs.
 # Usage: test_fetch_data.sh REPO_ROOT   (the data comes from $SPEEDLABS_DATA_DIR, else REPO_ROOT/data)
 set -uo pipefail
 root="$1"; data="${SPEEDLABS_DATA_DIR:-$root/data}"
-fetch="$root/scripts/fetch-data.sh"
+fetch="$root/scripts/driver/fetch-data.sh"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 

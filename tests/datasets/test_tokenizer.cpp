@@ -1,11 +1,11 @@
 // The GPT-2 tokenizer against facts from tiktoken, round trips, invalid UTF-8 and a brief fuzz run.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
 #include "common/errors.h"
 #include "datasets/data_files.h"
@@ -47,26 +47,38 @@ struct Fact {
 const std::vector<Fact>& tiktoken_facts() {
   static const std::vector<Fact> facts = {
       {"punctuation", "Hello, world!", {15496, 11, 995, 0}},
-      {"contractions", "I'm sure they'll say we've done it, don't you'd think?",
+      {"contractions",
+       "I'm sure they'll say we've done it, don't you'd think?",
        {40, 1101, 1654, 484, 1183, 910, 356, 1053, 1760, 340, 11, 836, 470, 345, 1549, 892, 30}},
       {"upper_case_contractions_are_not", "HE'S SHOUTING'LL", {13909, 6, 50, 6006, 12425, 2751, 6, 3069}},
       {"mixed_case_contractions", "don'T 's 'S", {9099, 6, 51, 705, 82, 705, 50}},
       {"leading_trailing_spaces", "  leading and trailing  ", {220, 3756, 290, 25462, 220, 220}},
-      {"tabs_newlines", "tabs\tand\nnewlines\n\n\n  indented",
+      {"tabs_newlines",
+       "tabs\tand\nnewlines\n\n\n  indented",
        {8658, 82, 197, 392, 198, 3605, 6615, 628, 198, 220, 773, 4714}},
       {"space_before_newline", "   \n  x", {220, 220, 220, 198, 220, 2124}},
-      {"digits", "1234567890 3.14159 1,000,000", {10163, 2231, 30924, 3829, 513, 13, 1415, 19707, 352, 11, 830, 11, 830}},
+      {"digits",
+       "1234567890 3.14159 1,000,000",
+       {10163, 2231, 30924, 3829, 513, 13, 1415, 19707, 352, 11, 830, 11, 830}},
       {"latin_accents", "na\u00efve caf\u00e9 d\u00e9j\u00e0 vu", {2616, 38776, 40304, 39073, 73, 24247, 410, 84}},
-      {"cyrillic_greek", "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! \u0393\u03b5\u03b9\u03ac \u03c3\u03bf\u03c5 \u03ba\u03cc\u03c3\u03bc\u03b5",
-       {140, 253, 21169, 18849, 38857, 16843, 20375, 11, 12466, 120, 18849, 21169, 0, 7377, 241, 30950, 29945, 138, 105,
-        18074, 225, 26517, 139, 227, 7377, 118, 139, 234, 38392, 34703, 30950}},
-      {"cjk", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3001\u4e2d\u6587\u6587\u672c",
-       {33768, 98, 17312, 105, 45739, 252, 5641, 24336, 25084, 43302, 23513, 40792, 23877, 229, 23877, 229, 17312, 105}},
-      {"emoji", "emoji \U0001F600\U0001F44D\U0001F3FD family \U0001F468\u200d\U0001F469\u200d\U0001F467",
-       {368, 31370, 30325, 222, 41840, 235, 8582, 237, 121, 1641, 50169, 101, 447, 235, 41840, 102, 447, 235, 41840, 100}},
+      {"cyrillic_greek",
+       "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! \u0393\u03b5\u03b9\u03ac \u03c3\u03bf\u03c5 "
+       "\u03ba\u03cc\u03c3\u03bc\u03b5",
+       {140,   253, 21169, 18849, 38857, 16843, 20375, 11,  12466, 120, 18849, 21169, 0,     7377,  241,  30950,
+        29945, 138, 105,   18074, 225,   26517, 139,   227, 7377,  118, 139,   234,   38392, 34703, 30950}},
+      {"cjk",
+       "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3001\u4e2d\u6587\u6587\u672c",
+       {33768, 98, 17312, 105, 45739, 252, 5641, 24336, 25084, 43302, 23513, 40792, 23877, 229, 23877, 229, 17312,
+        105}},
+      {"emoji",
+       "emoji \U0001F600\U0001F44D\U0001F3FD family \U0001F468\u200d\U0001F469\u200d\U0001F467",
+       {368,   31370, 30325, 222, 41840, 235, 8582, 237, 121,   1641,
+        50169, 101,   447,   235, 41840, 102, 447,  235, 41840, 100}},
       {"endoftext_is_text", "<|endoftext|>", {27, 91, 437, 1659, 5239, 91, 29}},
       {"unicode_spaces", "a\u00a0b\u2003c\u3000d", {64, 1849, 65, 447, 225, 66, 5099, 222, 67}},
-      {"other_numbers", "\u0663\u0664\u0665 numbers \u2177 \u00bd", {149, 96, 149, 97, 149, 98, 3146, 2343, 227, 115, 25208}},
+      {"other_numbers",
+       "\u0663\u0664\u0665 numbers \u2177 \u00bd",
+       {149, 96, 149, 97, 149, 98, 3146, 2343, 227, 115, 25208}},
       {"symbol_runs", "$$$!!!???...", {13702, 3, 10185, 28358, 986}},
       // U+180E is not White_Space for tiktoken (it is for PCRE2's \s), U+0085 is.
       {"mongolian_vowel_separator", "a\u180e's", {64, 157, 254, 236, 6, 82}},
@@ -75,9 +87,19 @@ const std::vector<Fact>& tiktoken_facts() {
       {"next_line_before_letter", " \u0085x", {220, 126, 227, 87}},
       // Long pieces (the heap merge path).
       {"long_letter_run", std::string(150, 'a'), repeated({24794}, 37, {7252})},
-      {"long_word_run", [] { std::string s; for (int i = 0; i < 50; ++i) s += "abc"; return s + " end"; }(),
+      {"long_word_run",
+       [] {
+         std::string s;
+         for (int i = 0; i < 50; ++i) s += "abc";
+         return s + " end";
+       }(),
        repeated({39305}, 50, {886})},
-      {"long_emoji_run", [] { std::string s; for (int i = 0; i < 40; ++i) s += "\U0001F600"; return s; }(),
+      {"long_emoji_run",
+       [] {
+         std::string s;
+         for (int i = 0; i < 40; ++i) s += "\U0001F600";
+         return s;
+       }(),
        repeated({47249, 222}, 40)},
       {"long_space_run", std::string(120, ' ') + "x", repeated({220}, 119, {2124})},
   };
@@ -156,11 +178,45 @@ TEST(GPT2Tokenizer, LoadingFailsClearlyOnMalformedFiles) {
 // kind of space, contractions, digits, long runs): encode must give vocabulary ids only and decode
 // must give back the bytes. Runs about a second with a fixed seed, so a failure reproduces.
 TEST(GPT2Tokenizer, FuzzEncodeDecodeRoundTrip) {
-  const std::vector<std::string> pieces = {
-      "a", "Z", "9", "'", "'s", "'ll", "'RE", " ", "  ", "\t", "\n", "\r\n", "\xc2\xa0", "\xc2\x85", "\xe1\xa0\x8e",
-      "\xe2\x80\x80", "\xe3\x80\x80", "\xc3\xa9", "\xd0\x96", "\xe6\x97\xa5", "\xf0\x9f\x98\x80", "\xe2\x80\x8d",
-      "\xcc\x81", "\xd9\xa3", "\xe2\x85\xb7", "!", "...", "<|endoftext|>", "\xff", "\x80", "\xc3", "\xe2\x82",
-      "\xf0\x9f", "\xed\xa0\x80", "\xc0\xaf", "\x00", "\x1f", std::string(100, 'x'), std::string(97, ' ')};
+  const std::vector<std::string> pieces = {"a",
+                                           "Z",
+                                           "9",
+                                           "'",
+                                           "'s",
+                                           "'ll",
+                                           "'RE",
+                                           " ",
+                                           "  ",
+                                           "\t",
+                                           "\n",
+                                           "\r\n",
+                                           "\xc2\xa0",
+                                           "\xc2\x85",
+                                           "\xe1\xa0\x8e",
+                                           "\xe2\x80\x80",
+                                           "\xe3\x80\x80",
+                                           "\xc3\xa9",
+                                           "\xd0\x96",
+                                           "\xe6\x97\xa5",
+                                           "\xf0\x9f\x98\x80",
+                                           "\xe2\x80\x8d",
+                                           "\xcc\x81",
+                                           "\xd9\xa3",
+                                           "\xe2\x85\xb7",
+                                           "!",
+                                           "...",
+                                           "<|endoftext|>",
+                                           "\xff",
+                                           "\x80",
+                                           "\xc3",
+                                           "\xe2\x82",
+                                           "\xf0\x9f",
+                                           "\xed\xa0\x80",
+                                           "\xc0\xaf",
+                                           "\x00",
+                                           "\x1f",
+                                           std::string(100, 'x'),
+                                           std::string(97, ' ')};
   std::mt19937_64 random(20240501);
   const auto stop = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
   int runs = 0;

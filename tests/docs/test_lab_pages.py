@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of scripts/lab_pages.py on a scratch copy (standard library only): a kept run goes stale when a source
+"""Tests of scripts/driver/lab_pages.py on a scratch copy (standard library only): a kept run goes stale when a source
 it depends on changes, a placeholder fills a lesson's numbers from the kept run and fails the check when it
 names a missing id or field, and the table shows a verdict that could not be decided and a timing's spread.
 
@@ -35,9 +35,10 @@ class ScratchCopy(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = pathlib.Path(self.tmp.name)
-        (self.root / "scripts").mkdir()
-        for script in ("lab_pages.py", "predictions.py"):  # lab_pages reads the questions through predictions.py
-            shutil.copy(REPO / "scripts" / script, self.root / "scripts")
+        (self.root / "scripts" / "driver").mkdir(parents=True)
+        # lab_pages reads the questions through predictions.py, the lab folders through lab_list.py and common.sh
+        for script in ("lab_pages.py", "predictions.py", "lab_list.py", "common.sh"):
+            shutil.copy(REPO / "scripts" / "driver" / script, self.root / "scripts" / "driver")
         files = {
             "labs/01_demo/README.md": README,
             "labs/01_demo/CMakeLists.txt": "speedlabs_add_lab(ID 01 SOURCES experiment.cpp)\n",
@@ -57,7 +58,7 @@ class ScratchCopy(unittest.TestCase):
         self.tmp.cleanup()
 
     def lab_pages(self, *args):
-        return subprocess.run([sys.executable, str(self.root / "scripts" / "lab_pages.py"), *args],
+        return subprocess.run([sys.executable, str(self.root / "scripts" / "driver" / "lab_pages.py"), *args],
                               capture_output=True, text=True, cwd=self.root)
 
     def write_kept_run(self, fingerprint=None):
@@ -186,7 +187,7 @@ class ScratchCopy(unittest.TestCase):
 
 class TheRepository(unittest.TestCase):
     def test_the_claims_ledger_names_only_observed_ids(self):
-        sys.path.insert(0, str(REPO / "scripts"))
+        sys.path.insert(0, str(REPO / "scripts" / "driver"))
         import lab_pages
         self.assertEqual(lab_pages.ledger_problems(), [])
         self.assertIn("| where | claim | checked by |", lab_pages.claims_ledger())

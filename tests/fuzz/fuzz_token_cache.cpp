@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/files.h"
+#include "datasets/token_cache.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {
@@ -40,10 +41,18 @@ std::string edited_cache(const uint8_t* data, size_t size) {
   const size_t offset = (data[1] | (data[2] << 8)) % (bytes.size() + 1);
   const std::string payload(reinterpret_cast<const char*>(data + 3), size - 3);
   switch (data[0] % 4) {
-    case 0: bytes.replace(offset, std::min(payload.size(), bytes.size() - offset), payload); break;
-    case 1: bytes.resize(offset); break;
-    case 2: bytes += payload; break;
-    default: bytes = payload; break;
+    case 0:
+      bytes.replace(offset, std::min(payload.size(), bytes.size() - offset), payload);
+      break;
+    case 1:
+      bytes.resize(offset);
+      break;
+    case 2:
+      bytes += payload;
+      break;
+    default:
+      bytes = payload;
+      break;
   }
   return bytes;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/grade.py on runs made by hand: what each way of fooling the grader looks like to it (CTest's JUnit,
+"""scripts/driver/grade.py on runs made by hand: what each way of fooling the grader looks like to it (CTest's JUnit,
 the tests' own records of their ends), and that it gives no point for any of them.
 
   python3 tests/grading/test_grade.py REPO_ROOT
@@ -20,7 +20,7 @@ from pathlib import Path
 from unittest import mock
 
 ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
-spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts/grade.py")
+spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts/driver/grade.py")
 grade = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(grade)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Predictions and speed scores in grading, with no build (label grading):
 
-- scripts/predictions.py reads every lab's predictions.toml; each malformed file is named by its line;
+- scripts/driver/predictions.py reads every lab's predictions.toml; each malformed file is named by its line;
 - the reference answers (solutions/NN_topic/predictions.toml) ask the labs' questions, with the same rules;
 - ./lab check's lines (PREDICT blank / ok / off / error) come after the exercises', and a malformed file leaves
   the rest of the check running;
@@ -27,7 +27,7 @@ ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().p
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"scripts/{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"scripts/driver/{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

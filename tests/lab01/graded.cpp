@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "experiment.h"
 #include "exercise.h"
+#include "experiment.h"
 #include "tests/support/expect.h"
 #include "tests/support/speed.h"
 
@@ -27,8 +27,8 @@ TEST(Lab01_sum_squares_eigen, MatchesTheScalarLoop) {
   const auto x = random_values(4097);
   const double* data = x.data_ptr<double>();
   const double reference = lab01::sum_squares_scalar_loop(data, x.size(0));
-  EXPECT_TRUE(numbers_close(lab01::sum_squares_eigen(Eigen::Map<const Eigen::VectorXd>(data, x.size(0))), reference,
-                            0, kOrderTolerance, "sum_squares_eigen of 4097 N(0,1) values vs the scalar loop"));
+  EXPECT_TRUE(numbers_close(lab01::sum_squares_eigen(Eigen::Map<const Eigen::VectorXd>(data, x.size(0))), reference, 0,
+                            kOrderTolerance, "sum_squares_eigen of 4097 N(0,1) values vs the scalar loop"));
 }
 
 TEST(Lab01_sum_squares_eigen, SmallExactCases) {
@@ -48,7 +48,8 @@ TEST(Lab01_sum_squares_torch, MatchesTheScalarLoop) {
 TEST(Lab01_sum_squares_torch, SmallExactCases) {
   EXPECT_EQ(lab01::sum_squares_torch(torch::tensor({1.0, -2.0, 3.0}, torch::kFloat64)), 14.0)
       << "sum_squares_torch([1, -2, 3])";
-  EXPECT_EQ(lab01::sum_squares_torch(torch::zeros({0}, torch::kFloat64)), 0.0) << "sum_squares_torch of an empty tensor";
+  EXPECT_EQ(lab01::sum_squares_torch(torch::zeros({0}, torch::kFloat64)), 0.0)
+      << "sum_squares_torch of an empty tensor";
 }
 
 TEST(Lab01_sum_squares_unrolled, EveryLengthUpTo40IsExact) {
@@ -114,7 +115,7 @@ TEST(Lab01_sum_squares_unrolled_speed, AtLeastHalfOfEigensSpeed) {
   const Eigen::Map<const Eigen::VectorXd> view(data, n);
   volatile double sink = 0;
   speedlabs::testing::grade_speed(
-      "sum_squares_unrolled against Eigen's squaredNorm at n = 2^24", [&] { sink = lab01::sum_squares_unrolled(data, n); },
-      [&] { sink = view.squaredNorm(); }, {0.5, 0.25});
+      "sum_squares_unrolled against Eigen's squaredNorm at n = 2^24",
+      [&] { sink = lab01::sum_squares_unrolled(data, n); }, [&] { sink = view.squaredNorm(); }, {0.5, 0.25});
   (void)sink;
 }

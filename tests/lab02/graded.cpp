@@ -9,10 +9,9 @@
 //    value itself, each midpoint between neighbours (ties), and the floats just below and above them,
 //    for all 63488 finite float16 values of both signs; then every combination of the top 19 bits of
 //    a float (sign, exponent, the 10 mantissa bits float16 keeps) with 28 patterns of the 13 dropped
-//    bits (zero, each single bit, halfway plus each lower bit, halfway minus one, all ones), which hits every exponent and
-//    every way the dropped bits can compare with halfway; and every float in the range that becomes a
-//    float16 subnormal (2^-25 to 2^-14, both signs: 184 million floats), where the rounding position
-//    moves with the exponent.
+//    bits (zero, each single bit, halfway plus each lower bit, halfway minus one, all ones), which hits every exponent
+//    and every way the dropped bits can compare with halfway; and every float in the range that becomes a float16
+//    subnormal (2^-25 to 2^-14, both signs: 184 million floats), where the rounding position moves with the exponent.
 //  - float_to_bfloat16_bits: the same for bfloat16: all 2^16 top halves with 34 patterns of the 16
 //    dropped bits, and each bfloat16 value, midpoint and neighbour.
 // NaN: any NaN pattern is accepted for a NaN input (libtorch's own choice of NaN bits is not the lesson).
@@ -76,8 +75,8 @@ class RoundingCheck {
     if (got == expected || (std::isnan(x) && is_nan_(got))) return;
     if (wrong_++ > 0) return;
     std::ostringstream out;
-    out << function_ << "(" << describe_float(x) << "): expected " << hex(expected, 4) << " ("
-        << value_(expected) << "), got " << hex(got, 4) << " (" << value_(got) << ")";
+    out << function_ << "(" << describe_float(x) << "): expected " << hex(expected, 4) << " (" << value_(expected)
+        << "), got " << hex(got, 4) << " (" << value_(got) << ")";
     if ((got & 0x8000u) != (expected & 0x8000u)) {
       out << ": the sign bit differs";
     } else if (!std::isnan(x)) {

@@ -3,9 +3,9 @@
 // sweep of all 2^32 floats through the conversions (graded.cpp checks a student's code on a faster subset).
 #include <gtest/gtest.h>
 
-#include <Eigen/Core>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <Eigen/Core>
 
 #include <algorithm>
 #include <atomic>
@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "experiment.h"
 #include "exercise.h"
+#include "experiment.h"
 
 namespace {
 
@@ -61,7 +61,7 @@ TEST(Lab02Table, ValuesFromTheTypes) {
     const auto tf32 = row(library, "tf32");
     EXPECT_EQ(tf32.exponent_bits, 8);
     EXPECT_EQ(tf32.mantissa_bits, 10);
-    EXPECT_EQ(tf32.epsilon, fp16.epsilon);            // fp16's precision ...
+    EXPECT_EQ(tf32.epsilon, fp16.epsilon);                  // fp16's precision ...
     EXPECT_EQ(tf32.smallest_normal, fp32.smallest_normal);  // ... with fp32's range
     EXPECT_NE(tf32.source.find("1/8/10"), std::string::npos);
   }
@@ -87,7 +87,7 @@ TYPED_TEST(Lab02Half, RoundsToNearestEven) {
   EXPECT_EQ(lab02::round_to<TypeParam>(2049.0f), 2048.0f);  // halfway between 2048 and 2050: even wins
   EXPECT_EQ(lab02::round_to<TypeParam>(2051.0f), 2052.0f);  // halfway between 2050 and 2052: even wins
   EXPECT_EQ(lab02::round_to<TypeParam>(65504.0f), 65504.0f);
-  EXPECT_EQ(lab02::round_to<TypeParam>(65520.0f), kInf);    // halfway to the next power of two overflows
+  EXPECT_EQ(lab02::round_to<TypeParam>(65520.0f), kInf);  // halfway to the next power of two overflows
   EXPECT_EQ(lab02::round_to<TypeParam>(-70000.0f), -kInf);
   EXPECT_EQ(lab02::round_to<TypeParam>(std::ldexp(1.0f, -24)), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(lab02::round_to<TypeParam>(std::ldexp(1.0f, -26)), 0.0f);
@@ -110,7 +110,7 @@ TYPED_TEST(Lab02Half, UpdatesAccumulateOnlyWhenBigEnough) {
 TYPED_TEST(Lab02BFloat, RoundsToNearestEven) {
   EXPECT_EQ(lab02::round_to<TypeParam>(1.0f + std::ldexp(1.0f, -8)), 1.0f);  // a tie: 1 has the even last bit
   EXPECT_EQ(lab02::round_to<TypeParam>(1.0f + 3 * std::ldexp(1.0f, -9)), 1.0f + std::ldexp(1.0f, -7));
-  EXPECT_EQ(lab02::round_to<TypeParam>(70000.0f), 70144.0f);  // 8 significant bits: steps of 512 here
+  EXPECT_EQ(lab02::round_to<TypeParam>(70000.0f), 70144.0f);                   // 8 significant bits: steps of 512 here
   EXPECT_NEAR(lab02::round_to<TypeParam>(1e30f), 1e30, std::ldexp(1e30, -8));  // float16 would give inf
   EXPECT_TRUE(std::isfinite(lab02::round_to<TypeParam>(3e38f)));
   EXPECT_EQ(lab02::add_in<TypeParam>(256.0f, 1.0f), 256.0f);  // 257 needs 9 significant bits
@@ -170,8 +170,9 @@ TEST(Lab02Observations, EpsilonConstantsAreHeldAgainstArithmetic) {
   EXPECT_EQ(o.measured["at::Half"]["numeric_limits"], std::ldexp(1.0, -10));
   EXPECT_EQ(o.measured["at::Half"]["arithmetic"], std::ldexp(1.0, -10));
   EXPECT_EQ(o.measured["Eigen::half"]["arithmetic"], std::ldexp(1.0, -10));
-  const bool eigen_right = o.measured["Eigen::half"]["numeric_limits"] == o.measured["Eigen::half"]["arithmetic"] &&
-                           o.measured["Eigen::bfloat16"]["numeric_limits"] == o.measured["Eigen::bfloat16"]["arithmetic"];
+  const bool eigen_right =
+      o.measured["Eigen::half"]["numeric_limits"] == o.measured["Eigen::half"]["arithmetic"] &&
+      o.measured["Eigen::bfloat16"]["numeric_limits"] == o.measured["Eigen::bfloat16"]["arithmetic"];
   EXPECT_EQ(o.verdict == speedlabs::Verdict::holds, eigen_right);
 }
 
@@ -211,7 +212,8 @@ TEST(Lab02Exhaustive, EveryFloatBitPatternMatchesLibtorch) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(half_wrong.load(), 0u) << "float_to_half_bits differs from c10::Half on this many of 2^32 floats";
-  EXPECT_EQ(bfloat16_wrong.load(), 0u) << "float_to_bfloat16_bits differs from c10::BFloat16 on this many of 2^32 floats";
+  EXPECT_EQ(bfloat16_wrong.load(), 0u)
+      << "float_to_bfloat16_bits differs from c10::BFloat16 on this many of 2^32 floats";
 }
 
 }  // namespace

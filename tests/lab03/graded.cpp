@@ -1,5 +1,5 @@
 // Lab 03 graded tests: the student's loss scaler against libtorch's fused kernels and against the numbers
-// Python's torch.amp.GradScaler gives (tests/reference/grad_scaler_reference.py). ./lab check 03 runs them.
+// Python's torch.amp.GradScaler gives (reference/grad_scaler_reference.py). ./lab check 03 runs them.
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -24,8 +24,8 @@ using speedlabs::testing::tensors_close;
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// One row of tests/reference/grad_scaler_reference.py's output (torch 2.13.0, CPU, run with
-// /work/main/.venv/bin/python tests/reference/grad_scaler_reference.py). w = [1, -2], SGD lr 0.125,
+// One row of reference/grad_scaler_reference.py's output (torch 2.13.0, CPU, run with
+// /work/main/.venv/bin/python reference/grad_scaler_reference.py). w = [1, -2], SGD lr 0.125,
 // loss = sum(w * x), GradScaler(init_scale 1024, growth 2, backoff 0.5, growth_interval 3).
 // All values are sums of powers of two, exact in float32, so the comparisons are exact.
 struct PythonRow {
@@ -49,7 +49,8 @@ const std::vector<PythonRow> kPython = {
 };
 
 // Exact comparison (NaN matches NaN): every number here is exact in float32.
-::testing::AssertionResult same(const torch::Tensor& actual, const std::vector<float>& expected, const std::string& what) {
+::testing::AssertionResult same(const torch::Tensor& actual, const std::vector<float>& expected,
+                                const std::string& what) {
   return tensors_close(actual, torch::tensor(expected), 0.0, 0.0, what);
 }
 
@@ -85,13 +86,15 @@ TEST(Lab03_unscale_and_check, MatchesTheFusedKernel) {
 }
 
 TEST(Lab03_unscale_and_check, SeesInfAndNaNAndEmptyLists) {
-  // Python's GradScaler facts (tests/reference/grad_scaler_reference.py, step 2): scaled grads [inf, 1024]
+  // Python's GradScaler facts (reference/grad_scaler_reference.py, step 2): scaled grads [inf, 1024]
   // at scale 1024 unscale to [inf, 1] with found_inf = 1.
   std::vector<torch::Tensor> grads{torch::tensor({kInf, 1024.0f})};
-  EXPECT_TRUE(numbers_close(lab03::unscale_and_check(grads, 1.0 / 1024).item<float>(), 1.0, 0, 0, "found_inf of [inf, 1024]"));
+  EXPECT_TRUE(
+      numbers_close(lab03::unscale_and_check(grads, 1.0 / 1024).item<float>(), 1.0, 0, 0, "found_inf of [inf, 1024]"));
   EXPECT_TRUE(same(grads[0], {kInf, 1.0f}, "[inf, 1024] unscaled by 1/1024"));
   std::vector<torch::Tensor> clean{torch::tensor({512.0f, 256.0f})};
-  EXPECT_TRUE(numbers_close(lab03::unscale_and_check(clean, 1.0 / 1024).item<float>(), 0.0, 0, 0, "found_inf of [512, 256]"));
+  EXPECT_TRUE(
+      numbers_close(lab03::unscale_and_check(clean, 1.0 / 1024).item<float>(), 0.0, 0, 0, "found_inf of [512, 256]"));
   EXPECT_TRUE(same(clean[0], {0.5f, 0.25f}, "[512, 256] unscaled by 1/1024"));
   EXPECT_TRUE(numbers_close(lab03::unscale_and_check({}, 0.5).item<float>(), 0.0, 0, 0, "found_inf of an empty list"));
 }
@@ -102,7 +105,8 @@ TEST(Lab03_next_scale_state, FollowsPythonsSequence) {
   // Python's torch.amp.GradScaler("cpu", init_scale=1024, growth_interval=3) for the steps clean, inf, nan,
   // clean, clean, clean, clean gave (scale, tracker): (1024,1) (512,0) (256,0) (256,1) (256,2) (512,0) (512,1).
   const std::vector<bool> found{false, true, true, false, false, false, false};
-  const std::vector<std::pair<double, int64_t>> python{{1024, 1}, {512, 0}, {256, 0}, {256, 1}, {256, 2}, {512, 0}, {512, 1}};
+  const std::vector<std::pair<double, int64_t>> python{{1024, 1}, {512, 0}, {256, 0}, {256, 1},
+                                                       {256, 2},  {512, 0}, {512, 1}};
   lab03::ScaleState state{1024, 0};
   const lab03::ScaleRule rule{2.0, 0.5, 3};
   for (size_t i = 0; i < found.size(); ++i) {
@@ -120,10 +124,11 @@ TEST(Lab03_next_scale_state, MatchesAmpUpdateScaleOnRandomSequences) {
   lab03::ScaleState state{65536.0, 0};
   for (int i = 0; i < 200; ++i) {
     const bool inf = random() % 5 == 0;
-    at::_amp_update_scale_(scale, tracker, torch::full({}, inf ? 1.0f : 0.0f), rule.growth_factor,
-                           rule.backoff_factor, rule.growth_interval);
+    at::_amp_update_scale_(scale, tracker, torch::full({}, inf ? 1.0f : 0.0f), rule.growth_factor, rule.backoff_factor,
+                           rule.growth_interval);
     state = lab03::next_scale_state(state, inf, rule);
-    ASSERT_EQ(state.scale, scale.item<double>()) << "scale at iteration " << i << " (libtorch's _amp_update_scale_ on the right)";
+    ASSERT_EQ(state.scale, scale.item<double>())
+        << "scale at iteration " << i << " (libtorch's _amp_update_scale_ on the right)";
     ASSERT_EQ(state.growth_tracker, tracker.item<int64_t>()) << "growth_tracker at iteration " << i;
   }
 }
@@ -141,7 +146,7 @@ TEST(Lab03_GradScaler, FollowsPythonsSequenceExactly) {
   torch::optim::SGD optimizer({w}, torch::optim::SGDOptions(0.125));
   GradScaler scaler(reference_options());
   for (size_t step = 0; step < kPython.size(); ++step) {
-    SCOPED_TRACE("step " + std::to_string(step) + " of tests/reference/grad_scaler_reference.py");
+    SCOPED_TRACE("step " + std::to_string(step) + " of reference/grad_scaler_reference.py");
     const auto& row = kPython[step];
     optimizer.zero_grad();
     const auto loss = (w * torch::tensor(row.x)).sum();
@@ -157,8 +162,11 @@ TEST(Lab03_GradScaler, FollowsPythonsSequenceExactly) {
   }
   // Python's final state_dict: scale 512, growth_factor 2, backoff_factor 0.5, growth_interval 3, tracker 1.
   const nlohmann::json state = scaler.state_dict();
-  EXPECT_EQ(state, nlohmann::json({{"scale", 512.0}, {"growth_factor", 2.0}, {"backoff_factor", 0.5},
-                                   {"growth_interval", 3}, {"_growth_tracker", 1}}));
+  EXPECT_EQ(state, nlohmann::json({{"scale", 512.0},
+                                   {"growth_factor", 2.0},
+                                   {"backoff_factor", 0.5},
+                                   {"growth_interval", 3},
+                                   {"_growth_tracker", 1}}));
 }
 
 TEST(Lab03_GradScaler, StepWithoutUnscaleUnscalesItself) {
@@ -302,11 +310,13 @@ TEST(Lab03_mixed_precision_step, RunsTheForwardInTheAutocastDtype) {
   disabled.enabled = false;
   GradScaler scaler(disabled);
   c10::ScalarType seen = c10::kFloat;
-  lab03::mixed_precision_step([&] {
-    const auto out = layer->forward(torch::ones({3, 4}));
-    seen = out.scalar_type();
-    return out.to(torch::kFloat).pow(2).mean();
-  }, optimizer, scaler, c10::kCPU, c10::kBFloat16);
+  lab03::mixed_precision_step(
+      [&] {
+        const auto out = layer->forward(torch::ones({3, 4}));
+        seen = out.scalar_type();
+        return out.to(torch::kFloat).pow(2).mean();
+      },
+      optimizer, scaler, c10::kCPU, c10::kBFloat16);
   EXPECT_EQ(seen, c10::kBFloat16) << "the linear layer's output dtype inside the step";
   EXPECT_EQ(layer->weight.scalar_type(), c10::kFloat) << "master weights stay float32";
   EXPECT_EQ(layer->weight.grad().scalar_type(), c10::kFloat) << "their gradients are float32";

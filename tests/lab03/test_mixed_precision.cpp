@@ -28,13 +28,13 @@ TEST(Lab03GradScaler, DefaultsAreTorchAmpGradScalers) {
 
 TEST(Lab03Observations, QuickRunOnCpuHoldsItsClaims) {
   speedlabs::Report report("03_mixed_precision", "cpu");
-  auto config = lab03::quick_config(c10::Device(c10::kCPU));
+  auto config = lab03::quick_config();
   lab03::run(config, report);
   using speedlabs::Verdict;
-  for (const char* id : {"autocast_linear_output_dtype", "weights_stay_fp32", "grads_are_fp32",
-                         "policy_matches_libtorch_cpu_lists", "fp16_grads_underflow_without_scaler",
-                         "scaler_preserves_small_grads", "scaler_skips_inf_step_and_backs_off",
-                         "scaler_grows_after_interval", "amp_matches_fp32"}) {
+  for (const char* id :
+       {"autocast_linear_output_dtype", "weights_stay_fp32", "grads_are_fp32", "policy_matches_libtorch_cpu_lists",
+        "fp16_grads_underflow_without_scaler", "scaler_preserves_small_grads", "scaler_skips_inf_step_and_backs_off",
+        "scaler_grows_after_interval", "amp_matches_fp32"}) {
     EXPECT_EQ(report.at(id).verdict, Verdict::holds) << id << ": " << report.at(id).measured.dump();
   }
   EXPECT_EQ(report.at("autocast_linear_output_dtype").measured, "bfloat16");
@@ -58,7 +58,7 @@ TEST(Lab03Observations, CpuPolicyExamples) {
   EXPECT_EQ(by_op.at("mse_loss").low_in, "float32");
   EXPECT_EQ(by_op.at("softmax").low_in, "bfloat16");
   EXPECT_EQ(by_op.at("softmax").measured_policy, "inputs");
-  EXPECT_EQ(by_op.at("dot").mixed_in, "error");  // no CPU promote rule and dot refuses mixed dtypes
+  EXPECT_EQ(by_op.at("dot").mixed_in, "error");      // no CPU promote rule and dot refuses mixed dtypes
   EXPECT_EQ(by_op.at("atan2").mixed_in, "float32");  // its own type promotion
   EXPECT_TRUE(lab03::has_autocast_cpu_kernel("mm"));
   EXPECT_FALSE(lab03::has_autocast_cpu_kernel("softmax.int"));

@@ -14,7 +14,7 @@
 #include "exercise.h"
 #include "tests/lab04/queued_device.h"
 #include "tests/support/expect.h"
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 #include "common/cuda/kernels.h"
 #include "reduction.h"
 #endif
@@ -45,8 +45,8 @@ TEST(Lab04_measure, WarmupStaysOutOfTheStatistics) {
   ASSERT_EQ(stats.samples_ms.size(), 5u);
   EXPECT_GE(stats.first_ms, 30.0) << "first_ms is the first (warm-up) call, which sleeps 30 ms";
   for (size_t i = 0; i < 5; ++i) {
-    EXPECT_GE(stats.samples_ms[i], sleeps[i + 1]) << "sample " << i << " should be the call that sleeps "
-                                                  << sleeps[i + 1] << " ms: samples are in call order";
+    EXPECT_GE(stats.samples_ms[i], sleeps[i + 1])
+        << "sample " << i << " should be the call that sleeps " << sleeps[i + 1] << " ms: samples are in call order";
   }
   // The statistics are those of the samples themselves.
   std::vector<double> sorted = stats.samples_ms;
@@ -78,10 +78,11 @@ TEST(Lab04_measure, WaitsForTheDeviceBeforeStoppingTheClock) {
   const auto stats = lab04::measure([&] { device.submit(milliseconds(30)); }, device, {1, 3});
   ASSERT_EQ(stats.samples_ms.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_GE(stats.samples_ms[i], 30.0)
-        << "sample " << i << " is " << stats.samples_ms[i] << " ms for a call whose queued work takes 30 ms ("
-        << 30.0 - stats.samples_ms[i] << " ms short): the clock was read before device.synchronize() returned, "
-        << "so it timed the queuing, not the work";
+    EXPECT_GE(stats.samples_ms[i], 30.0) << "sample " << i << " is " << stats.samples_ms[i]
+                                         << " ms for a call whose queued work takes 30 ms ("
+                                         << 30.0 - stats.samples_ms[i]
+                                         << " ms short): the clock was read before device.synchronize() returned, "
+                                         << "so it timed the queuing, not the work";
   }
   EXPECT_GT(device.synchronize_calls(), 0) << "measure() never called device.synchronize()";
   EXPECT_EQ(device.unfinished(), 0) << "measure() returned while work it timed was still running";
@@ -118,13 +119,13 @@ TEST(Lab04_measure_pair, TakesTheRatioWithinEachRound) {
   int calls = 0;
   const auto round_of = [&] { return calls++ / 2; };
   auto device = cpu();
-  const auto pair = lab04::measure_pair([&] { sleep_ms(8 + 8 * round_of()); }, [&] { sleep_ms(4 + 4 * round_of()); },
-                                        device, {1, 5});
+  const auto pair =
+      lab04::measure_pair([&] { sleep_ms(8 + 8 * round_of()); }, [&] { sleep_ms(4 + 4 * round_of()); }, device, {1, 5});
   ASSERT_EQ(pair.a.samples_ms.size(), 5u);
   ASSERT_EQ(pair.ratio.count, 5) << "one ratio per measured round";
   for (size_t r = 0; r < 5; ++r) {
-    EXPECT_GE(pair.a.samples_ms[r], 8.0 + 8.0 * (r + 1)) << "A's sample " << r << " should be round " << r + 1
-                                                        << "'s call: samples are in call order";
+    EXPECT_GE(pair.a.samples_ms[r], 8.0 + 8.0 * (r + 1))
+        << "A's sample " << r << " should be round " << r + 1 << "'s call: samples are in call order";
   }
   EXPECT_NEAR(pair.ratio.median, 2.0, 0.25) << "A takes twice B's time in every round: the per-round ratio is 2, "
                                             << "whatever the rounds' own lengths (sleeps overshoot a little)";
@@ -159,7 +160,7 @@ TEST(Lab04_measure_pair, RejectsBadCounts) {
 
 // --- the parallel reduction, graded where a GPU is ----------------------------------------------------
 
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 // Your reduction on n host doubles: copied to the GPU, launched once, the sum copied back.
 double reduction_sum(const double* x, int64_t n) {
   return speedlabs::cuda::sum_squares(x, n, lab04::launch_sum_squares_reduction, 0, 1).sum;
@@ -167,10 +168,10 @@ double reduction_sum(const double* x, int64_t n) {
 #endif
 
 // Skips the calling test, with the reason, where the reduction cannot run here.
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
-#define SKIP_WITHOUT_A_GPU()                                             \
-  do {                                                                   \
-    const auto gpus = speedlabs::cuda::find_gpus();                      \
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
+#define SKIP_WITHOUT_A_GPU()                                                  \
+  do {                                                                        \
+    const auto gpus = speedlabs::cuda::find_gpus();                           \
     if (gpus.count == 0) GTEST_SKIP() << "needs a CUDA GPU: " << gpus.reason; \
   } while (0)
 #else
@@ -180,7 +181,7 @@ double reduction_sum(const double* x, int64_t n) {
 
 TEST(Lab04_launch_sum_squares_reduction, ExactOnEverySizeShape) {
   SKIP_WITHOUT_A_GPU();
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
   // Small integers: their squares and every partial sum are integers below 2^53, exact in any order.
   // The sizes: one element, less than a block, a block and one more, more elements than the largest
   // grid has threads (so the grid-stride loop must go round), and a prime.
@@ -199,7 +200,7 @@ TEST(Lab04_launch_sum_squares_reduction, ExactOnEverySizeShape) {
 
 TEST(Lab04_launch_sum_squares_reduction, MatchesTheCpuOnRandomData) {
   SKIP_WITHOUT_A_GPU();
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
   const int64_t n = 1 << 20;
   torch::manual_seed(0);
   const torch::Tensor x = torch::randn({n}, torch::kFloat64);
@@ -214,7 +215,7 @@ TEST(Lab04_launch_sum_squares_reduction, MatchesTheCpuOnRandomData) {
 
 TEST(Lab04_launch_sum_squares_reduction, AtLeast100xFasterThanOneThread) {
   SKIP_WITHOUT_A_GPU();
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
   const int64_t n = 1 << 20;
   const std::vector<double> x(n, 1.0);
   const auto serial = speedlabs::cuda::sum_squares(x.data(), n, speedlabs::cuda::launch_sum_squares_one_thread, 1, 3);
@@ -223,8 +224,8 @@ TEST(Lab04_launch_sum_squares_reduction, AtLeast100xFasterThanOneThread) {
   const double parallel_ms = speedlabs::summarize(parallel.times_ms).median_ms;
   // A ratio is asserted only because it is huge: one thread against a whole GPU is 1000x and more.
   EXPECT_GE(serial_ms / parallel_ms, 100.0)
-      << "your reduction took " << parallel_ms << " ms for 2^20 doubles, one GPU thread " << serial_ms
-      << " ms: only " << serial_ms / parallel_ms << "x faster; use many blocks of many threads";
+      << "your reduction took " << parallel_ms << " ms for 2^20 doubles, one GPU thread " << serial_ms << " ms: only "
+      << serial_ms / parallel_ms << "x faster; use many blocks of many threads";
 #endif
 }
 

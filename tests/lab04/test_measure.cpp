@@ -5,7 +5,7 @@
 #include "common/errors.h"
 #include "experiment.h"
 #include "tests/support/timed.h"
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 #include "common/cuda/kernels.h"
 #endif
 
@@ -27,7 +27,7 @@ TEST(Lab04Helpers, ParsesCpuFlags) {
   EXPECT_FALSE(lab04::parse_cpuinfo("").known);
 }
 
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 TEST(Lab04Kernels, RejectsBadArgumentsWithoutAGpu) {
   const double x[] = {1.0};
   const auto serial = speedlabs::cuda::launch_sum_squares_one_thread;
@@ -64,7 +64,8 @@ TEST(Lab04Observations, CpuRunRecordsEveryObservation) {
   // fp32 and bf16 ran in the same rounds: one ratio per round.
   EXPECT_EQ(ratio.evidence["value"]["count"], 3);
   if (ratio.verdict != speedlabs::Verdict::inconclusive) {
-    EXPECT_EQ(ratio.verdict == speedlabs::Verdict::holds, ratio.measured.at("ratio_bf16_over_fp32").get<double>() > 1.0);
+    EXPECT_EQ(ratio.verdict == speedlabs::Verdict::holds,
+              ratio.measured.at("ratio_bf16_over_fp32").get<double>() > 1.0);
   }
   EXPECT_TRUE(report.at("first_call_slower_than_median").measured.contains("cpu"));
   EXPECT_TRUE(timed_with_evidence(report.at("first_call_slower_than_median")));

@@ -8,13 +8,13 @@
 #include "common/timer.h"
 #include "exercise.h"
 #include "experiment.h"
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 #include "common/cuda/kernels.h"
 #endif
 
 namespace {
 
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 // The serial kernel (the project's own); the parallel reduction is graded in graded.cpp.
 const auto kSerial = speedlabs::cuda::launch_sum_squares_one_thread;
 
@@ -76,7 +76,7 @@ TEST_F(Lab04TorchGpu, GpuObservationsHold) {
   EXPECT_EQ(report.at("gpu_unsynced_time_is_misleading").verdict, speedlabs::Verdict::holds);
   EXPECT_NE(report.at("gpu_bf16_vs_fp32").verdict, speedlabs::Verdict::not_applicable);
   EXPECT_TRUE(report.at("first_call_slower_than_median").measured.contains("cuda:0"));
-#ifdef SPEEDLABS_HAVE_CUDA_KERNELS
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
   EXPECT_EQ(report.at("gpu_kernel_matches_cpu").verdict, speedlabs::Verdict::holds);
   // A ratio is asserted only because it is huge (one thread vs a whole GPU, typically 1000x and more).
   EXPECT_EQ(report.at("gpu_parallel_kernel_vs_serial").verdict, speedlabs::Verdict::holds);

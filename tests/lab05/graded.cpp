@@ -1,5 +1,5 @@
 // Lab 05 graded tests: the student's causal_attention against libtorch's fused kernel, and the student's
-// train_step in every precision mode and against Python PyTorch (tests/reference/gpt_reference.py).
+// train_step in every precision mode and against Python PyTorch (reference/gpt_reference.py).
 // ./lab check 05 runs them.
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
@@ -74,19 +74,20 @@ struct Seen {
 
 gpt::GPT spying_model(Seen& seen) {
   torch::manual_seed(3);
-  return gpt::GPT(gpt::GPTConfig::tiny(), [&seen](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-    seen.forward_autocast = at::autocast::is_autocast_enabled(c10::kCPU);
-    seen.forward_matmul_precision = speedlabs::current_matmul_precision();
-    seen.forward_dtype = q.scalar_type();  // q comes out of a linear layer: autocast's dtype, or float32
-    if (q.requires_grad()) {
-      // On the CPU, backward runs on the calling thread, so this sees the caller's autocast state.
-      q.register_hook([&seen](const at::TensorBase& /*grad*/) {
-        seen.backward_ran = true;
-        seen.backward_autocast = at::autocast::is_autocast_enabled(c10::kCPU);
+  return gpt::GPT(
+      gpt::GPTConfig::tiny(), [&seen](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+        seen.forward_autocast = at::autocast::is_autocast_enabled(c10::kCPU);
+        seen.forward_matmul_precision = speedlabs::current_matmul_precision();
+        seen.forward_dtype = q.scalar_type();  // q comes out of a linear layer: autocast's dtype, or float32
+        if (q.requires_grad()) {
+          // On the CPU, backward runs on the calling thread, so this sees the caller's autocast state.
+          q.register_hook([&seen](const at::TensorBase& /*grad*/) {
+            seen.backward_ran = true;
+            seen.backward_autocast = at::autocast::is_autocast_enabled(c10::kCPU);
+          });
+        }
+        return gpt::fused_causal_attention(q, k, v);
       });
-    }
-    return gpt::fused_causal_attention(q, k, v);
-  });
 }
 
 TEST(Lab05_train_step, EachModeSwitchesOnWhatItShould) {
@@ -134,8 +135,7 @@ TEST(Lab05_train_step, EachModeSwitchesOnWhatItShould) {
           << "the gradients must be zeroed after the step";
     }
     EXPECT_EQ(scaler.get_growth_tracker(), want.scaler_used ? 1 : 0)
-        << (want.scaler_used ? "fp16 must step through the scaler and update it"
-                             : "only fp16 uses the scaler");
+        << (want.scaler_used ? "fp16 must step through the scaler and update it" : "only fp16 uses the scaler");
   }
 }
 
@@ -167,8 +167,9 @@ TEST(Lab05_train_step, LowPrecisionUpdatesMatchFp32) {
   for (Precision mode : {Precision::tf32, Precision::bf16, Precision::fp16}) {
     const auto update = sgd_update(mode, x, y);
     const double relative = ((update - reference).norm() / reference.norm()).item<double>();
-    EXPECT_TRUE(numbers_close(relative, 0.0, 0.10, 0,
-                              "|update - fp32 update| / |fp32 update| of one SGD step in " + speedlabs::to_string(mode)));
+    EXPECT_TRUE(
+        numbers_close(relative, 0.0, 0.10, 0,
+                      "|update - fp32 update| / |fp32 update| of one SGD step in " + speedlabs::to_string(mode)));
   }
 }
 
@@ -197,9 +198,9 @@ TEST(Lab05_train_step, MatchesThePythonReference) {
 
   // Same hyper-parameters as the "adamw" entry, rounded to float32 as Python will read them.
   auto optimizer = torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(double(1e-3f))
-                                                                  .betas({double(0.9f), double(0.999f)})
-                                                                  .eps(double(1e-8f))
-                                                                  .weight_decay(double(0.01f)));
+                                                                .betas({double(0.9f), double(0.999f)})
+                                                                .eps(double(1e-8f))
+                                                                .weight_decay(double(0.01f)));
   std::vector<float> losses;
   for (int step = 0; step < 10; ++step) {
     losses.push_back(lab05::train_step(model, optimizer, x, y, Precision::fp32).item<float>());
@@ -212,9 +213,9 @@ TEST(Lab05_train_step, MatchesThePythonReference) {
   speedlabs::ProcessOptions options;
   options.timeout_s = 300;
   const auto result = speedlabs::run_process(
-      {python, std::string(SPEEDLABS_SOURCE_DIR) + "/tests/reference/gpt_reference.py", "--check", path}, options);
+      {python, std::string(SPEEDLABS_SOURCE_DIR) + "/reference/gpt_reference.py", "--check", path}, options);
   std::cout << result.output;
-  EXPECT_TRUE(result.ok()) << "tests/reference/gpt_reference.py: " << result.describe() << "\n" << result.output;
+  EXPECT_TRUE(result.ok()) << "reference/gpt_reference.py: " << result.describe() << "\n" << result.output;
 }
 
 }  // namespace

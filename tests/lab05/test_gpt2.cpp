@@ -1,9 +1,8 @@
 // Lab 05: the GPT-2 model of common/gpt and the observations of a short tiny-model run through the same
 // experiment the program runs. The exercise and the parity with Python PyTorch are graded in graded.cpp.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include "labs/05_gpt2/training.h"
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
+#include "tests/support/spawn.h"
 #include "tests/support/timed.h"
 
 namespace {
@@ -259,37 +259,112 @@ TEST(Lab05Plots, AFolderWithAQuoteInItsNameGetsBothPlots) {
   fs::remove_all(folder);
 }
 
-// A second run given the same path puts its own file there: the rows of two runs never splice (the
-// first run goes on writing to a file no name points to any more).
-TEST(Lab05Csv, TwoRunsOnOnePathNeverSplice) {
+constexpr const char* kCsvHeader = "mode,step,loss,ms,tokens_per_s";
+
+// Files in the test folder whose names start with @p prefix (the CSV and any temporary file beside it).
+std::vector<std::string> files_starting_with(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(::testing::TempDir())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+// Runs @p body with writes limited to @p bytes per file (as a full disk would stop them): a failed write,
+// not a process killed by SIGXFSZ.
+template <class Body>
+void with_file_size_limit(rlim_t bytes, Body body) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited = saved;
+  limited.rlim_cur = bytes;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  body();
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
+}
+
+// A second run given a path that a run is writing is refused at once (exit 2), before it replaces
+// anything: two runs never both say "every step written" of one file. Once the first ends, the path is free.
+TEST(Lab05Csv, ASecondRunOnAPathInUseIsRefused) {
   const std::string path = temp_path("shared.csv");
-  lab05::CsvLog first(path);
-  lab05::CsvLog second(path);
-  first.add("fp32,0,10.9,1,1");
-  second.add("bf16,0,10.8,1,1");
-  first.add("fp32,1,10.5,1,1");
-  EXPECT_EQ(speedlabs::read_file(path), "mode,step,loss,ms,tokens_per_s\nbf16,0,10.8,1,1\n");
+  {
+    speedlabs::CsvLog first(path, kCsvHeader);
+    first.add("fp32,0,10.9,1,1");
+    try {
+      speedlabs::CsvLog second(path, kCsvHeader);
+      ADD_FAILURE() << "a second run took a path another run is writing";
+    } catch (const speedlabs::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("another run is writing"), std::string::npos) << e.what();
+    }
+    first.add("fp32,1,10.5,1,1");
+    EXPECT_EQ(speedlabs::read_file(path), std::string(kCsvHeader) + "\nfp32,0,10.9,1,1\nfp32,1,10.5,1,1\n");
+    EXPECT_EQ(files_starting_with("lab05_shared.csv"), std::vector<std::string>{"lab05_shared.csv"});
+  }
+  speedlabs::CsvLog third(path, kCsvHeader);
+  third.add("bf16,0,10.8,1,1");
+  EXPECT_EQ(speedlabs::read_file(path), std::string(kCsvHeader) + "\nbf16,0,10.8,1,1\n");
   std::filesystem::remove(path);
 }
 
 // A write that fails (here: a file-size limit, as a full disk would) stops the run with RuntimeFailure
-// (exit 3), and the file keeps the steps written before it.
+// (exit 3), and the file keeps the steps written before it, as the message says.
 TEST(Lab05Csv, AFailedWriteStopsTheRunAndKeepsTheStepsBefore) {
   const std::string path = temp_path("limited.csv");
-  lab05::CsvLog csv(path);
+  speedlabs::CsvLog csv(path, kCsvHeader);
   csv.add("fp32,0,10.9,1,1");
   const std::string before = speedlabs::read_file(path);
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);  // a failed write, not a killed process
-  rlimit limited = saved;
-  limited.rlim_cur = before.size() + 8;  // room for the file so far, not for one more line
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
-  EXPECT_THROW(csv.add("fp32,1,10.5,1,1"), speedlabs::RuntimeFailure);
-  setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, previous_handler);
+  with_file_size_limit(before.size() + 8, [&] {  // room for the file so far, not for one more line
+    try {
+      csv.add("fp32,1,10.5,1,1");
+      ADD_FAILURE() << "a failed write went unnoticed";
+    } catch (const speedlabs::RuntimeFailure& e) {
+      EXPECT_NE(std::string(e.what()).find("the 1 line(s) written before"), std::string::npos) << e.what();
+    }
+  });
   EXPECT_EQ(speedlabs::read_file(path), before);
   std::filesystem::remove(path);
+}
+
+// A disk too full for even the header: exit 3 saying nothing was written, the file at the path as it was,
+// and no temporary file left beside it.
+TEST(Lab05Csv, AHeaderThatCannotBeWrittenLeavesNothingBehind) {
+  const std::string path = temp_path("full.csv");
+  std::ofstream(path, std::ios::trunc) << "an earlier run's steps\n";
+  with_file_size_limit(8, [&] {
+    try {
+      speedlabs::CsvLog csv(path, kCsvHeader);
+      ADD_FAILURE() << "a header that could not be written went unnoticed";
+    } catch (const speedlabs::RuntimeFailure& e) {
+      EXPECT_NE(std::string(e.what()).find("nothing was written"), std::string::npos) << e.what();
+    }
+  });
+  EXPECT_EQ(speedlabs::read_file(path), "an earlier run's steps\n");
+  EXPECT_EQ(files_starting_with("lab05_full.csv"), std::vector<std::string>{"lab05_full.csv"});
+  std::filesystem::remove(path);
+}
+
+// The memory a run needs is estimated before it starts: a run that cannot fit is a usage error at once
+// (B=2000 of the 124M model: hundreds of GiB of logits and activations), the quick run fits anywhere.
+TEST(Lab05Memory, ARunThatCannotFitIsRefusedBeforeItStarts) {
+  const c10::Device cpu(c10::kCPU);
+  EXPECT_NO_THROW(lab05::require_memory_fits(lab05::quick_config(), cpu));
+  EXPECT_LT(lab05::estimate_memory(lab05::quick_config()).total(), 1024.0 * (1 << 20));
+  lab05::Config huge;  // the chapter's gpt2 model, one mode
+  huge.batch = 2000;
+  EXPECT_GT(lab05::estimate_memory(huge).logits, 2000.0 * 128 * 50257 * 4);
+  try {
+    lab05::require_memory_fits(huge, cpu);
+    ADD_FAILURE() << "a run of hundreds of GiB was accepted";
+  } catch (const speedlabs::UsageError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("GiB"), std::string::npos) << message;
+    EXPECT_NE(message.find("host memory"), std::string::npos) << message;
+  }
+  // The chapter's own run, gpt2 at B=4, T=128: its weights, gradients and AdamW state are 16 bytes a parameter.
+  EXPECT_NEAR(lab05::estimate_memory(lab05::Config{}).training_state, 16.0 * 124'439'808, 1.0);
 }
 
 // Every output path is checked before any training: a bad one is a usage error at once.
@@ -299,6 +374,8 @@ TEST(Lab05Csv, OutputPathsAreCheckedBeforeTraining) {
   config.csv_path = "/dev/full";  // a device is never replaced by a file
   EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
   config.csv_path = "/nonexistent-folder/steps.csv";
+  EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+  config.csv_path = "-";  // standard output carries the run's log
   EXPECT_THROW(lab05::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
   config.csv_path.clear();
   config.plots_dir = "/dev/null";
@@ -319,18 +396,10 @@ TEST(Lab05Interrupt, SigtermStopsBetweenStepsAndKeepsTheCsvWhole) {
   SPEEDLABS_REQUIRE_DATA();
   const std::string csv = temp_path("interrupted.csv"), log = temp_path("interrupted.log");
   std::filesystem::remove(csv);
-  std::vector<std::string> args{LAB05_PROGRAM, "--quick", "--device", "cpu", "--precision", "fp32",
-                                "--steps", "100000", "--csv", csv};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&files);
+  std::vector<std::string> args{LAB05_PROGRAM, "--quick", "--device", "cpu",   "--precision",
+                                "fp32",        "--steps", "100000",   "--csv", csv};
+  const pid_t pid = speedlabs::testing::spawn_logged(args, log);
+  ASSERT_GT(pid, 0) << "could not start " << args[0];
   // Signal once a few steps are in the CSV (header + 3); a minute is far more than the tiny model needs.
   for (int waited = 0; waited < 600 && line_count(csv) < 4; ++waited) usleep(100'000);
   ASSERT_GE(line_count(csv), 4u) << "the run wrote no steps in a minute";

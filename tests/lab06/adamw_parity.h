@@ -39,9 +39,9 @@ void expect_matches_torch_adamw(const c10::Device& device, const std::vector<std
   for (size_t i = 0; i < initial.size(); ++i) {
     // Same float32 formula, evaluated in a different order (lerp vs mul+add, one fused kernel vs ten):
     // a few float32 roundings (6e-8 relative each) per step, far below one step's size (lr = 1e-2).
-    EXPECT_TRUE(speedlabs::testing::tensors_close(params[i], reference_params[i], /*atol=*/1e-6, /*rtol=*/1e-5,
-                                                  "param " + std::to_string(i) +
-                                                      " after 5 steps vs torch::optim::AdamW"));
+    EXPECT_TRUE(
+        speedlabs::testing::tensors_close(params[i], reference_params[i], /*atol=*/1e-6, /*rtol=*/1e-5,
+                                          "param " + std::to_string(i) + " after 5 steps vs torch::optim::AdamW"));
     EXPECT_FALSE(torch::equal(params[i], initial[i])) << "param " << i << " was not updated";
     EXPECT_EQ(optimizer.step_counts()[i].template item<float>(), 5.0f) << "step count of param " << i;
   }

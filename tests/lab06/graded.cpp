@@ -57,7 +57,8 @@ TEST(Lab06_foreach_adamw_update, FirstStepByTheFormula) {
   const double lr = 0.1;
   const lab06::AdamWHyperparameters hyper;
   lab06::foreach_adamw_update(t, lr, hyper);
-  const auto expected = torch::tensor({1.0f, -2.0f, 0.5f}) * (1 - lr * hyper.weight_decay) - lr * g / (g.abs() + hyper.eps);
+  const auto expected =
+      torch::tensor({1.0f, -2.0f, 0.5f}) * (1 - lr * hyper.weight_decay) - lr * g / (g.abs() + hyper.eps);
   // float32 arithmetic in a different order: a few roundings of 6e-8 relative.
   EXPECT_TRUE(tensors_close(p, expected, 1e-6, 1e-6, "weights after one step"));
   EXPECT_TRUE(tensors_close(t.exp_avgs[0], 0.1 * g, 1e-7, 1e-6, "exp_avg after one step (0.1 g)"));
@@ -128,7 +129,8 @@ TEST(Lab06_capture_train_step, ReplaysDoWhatEagerStepsDo) {
   auto eager = small_mlp();
   torch::optim::SGD eager_optimizer(eager->parameters(), torch::optim::SGDOptions(0.1));
   std::vector<double> eager_losses;
-  for (int i = 0; i < kSteps; ++i) eager_losses.push_back(sgd_step(eager, eager_optimizer, xs[i], ys[i]).item<double>());
+  for (int i = 0; i < kSteps; ++i)
+    eager_losses.push_back(sgd_step(eager, eager_optimizer, xs[i], ys[i]).item<double>());
 
   auto graphed = small_mlp();
   torch::optim::SGD optimizer(graphed->parameters(), torch::optim::SGDOptions(0.1));
@@ -207,7 +209,8 @@ lab06::AdamWTensors speed_tensors(const c10::Device& device, const c10::Device& 
   torch::manual_seed(0);
   lab06::AdamWTensors t;
   const auto on = torch::TensorOptions().device(device);
-  for (const auto& shape : std::vector<std::vector<int64_t>>{{1024, 256}, {256, 768}, {256, 1024}, {1024, 256}, {768}, {256}}) {
+  for (const auto& shape :
+       std::vector<std::vector<int64_t>>{{1024, 256}, {256, 768}, {256, 1024}, {1024, 256}, {768}, {256}}) {
     t.params.push_back(torch::randn(shape, on));
     t.grads.push_back(torch::randn(shape, on) * 1e-3);
     t.exp_avgs.push_back(torch::zeros(shape, on));

@@ -1,16 +1,22 @@
 // Lab 06: the padded vocabulary, the optimizers' given parts (their updates, the exercise, are graded in
-// graded.cpp), and the ladder's observations on the tiny model on this machine (the CUDA-graph rung is not applicable without a GPU).
+// graded.cpp), and the ladder's observations on the tiny model on this machine (the CUDA-graph rung is not applicable
+// without a GPU).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/observations.h"
 #include "labs/06_compile_ahead/experiment.h"
+#include "labs/06_compile_ahead/python_peers.h"
 #include "tests/support/timed.h"
 
 namespace {
@@ -154,9 +160,79 @@ TEST(Lab06LadderOnCpu, APythonPathIsNeverRunAsAShellCommand) {
   EXPECT_NE(peers.measured.dump().find("cannot start"), std::string::npos) << peers.measured.dump();
   for (const auto& entry : fs::directory_iterator(fs::temp_directory_path())) {
     EXPECT_EQ(entry.path().filename().string().rfind("speedlabs-lab06-" + std::to_string(getpid()), 0),
-              std::string::npos) << "left behind: " << entry.path();
+              std::string::npos)
+        << "left behind: " << entry.path();
   }
   fs::remove_all(folder);
+}
+
+// The Python peers run by a stand-in for Python: a shell script given the peers' arguments ($3 is the state file),
+// in a folder of its own that is also this test's temp folder (TMPDIR) while it runs.
+class Lab06PythonPeers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() / ("speedlabs-test-lab06-peers-" + std::to_string(getpid()));
+    std::filesystem::create_directories(folder_ / "tmp");
+    const char* previous = std::getenv("TMPDIR");
+    previous_tmpdir_ = previous != nullptr ? previous : "";
+    setenv("TMPDIR", (folder_ / "tmp").c_str(), 1);
+  }
+  void TearDown() override {
+    if (previous_tmpdir_.empty()) {
+      unsetenv("TMPDIR");
+    } else {
+      setenv("TMPDIR", previous_tmpdir_.c_str(), 1);
+    }
+    std::filesystem::remove_all(folder_);
+  }
+  // Runs the peers of the tiny model at 2x32 with @p script_body as the Python; returns why they failed.
+  std::string run_peers(const std::string& script_body, double timeout_s) {
+    const auto python = folder_ / "python";
+    std::ofstream(python) << "#!/bin/sh\n" << script_body << "\n";
+    std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+    auto config = lab06::quick_config();
+    config.python = python.string();
+    config.peer_timeout_s = timeout_s;
+    const auto model = speedlabs::gpt::GPTConfig::by_name(config.model);
+    std::vector<int32_t> ids(1000);
+    std::iota(ids.begin(), ids.end(), 0);
+    for (auto& id : ids) id %= 50;
+    const lab06::Shape shape{2, 32};
+    const auto batches = lab06::load_batches(ids, shape, config.warmup + config.steps, c10::Device(c10::kCPU));
+    std::string failure;
+    const auto peers = lab06::run_python_peers(config, c10::Device(c10::kCPU), shape, model,
+                                               lab06::initial_weights(model, 42), batches, failure);
+    EXPECT_TRUE(peers.empty());
+    return failure;
+  }
+  std::filesystem::path folder_;
+  std::string previous_tmpdir_;
+};
+
+// A peer that never finishes is stopped at the time limit, and the failure says so.
+TEST_F(Lab06PythonPeers, AHungPeerIsStoppedAtTheTimeLimit) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string failure = run_peers("exec sleep 600", 2);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 30);
+  EXPECT_NE(failure.find("did not finish within 2 s"), std::string::npos) << failure;
+  EXPECT_TRUE(std::filesystem::is_empty(folder_ / "tmp"));
+}
+
+// While the peers run, their state is readable through the path they are given and has no name in the temp
+// folder, so a SIGKILLed lab (whose child common/process kills with it) leaves no file behind.
+TEST_F(Lab06PythonPeers, TheStateHasNoNameWhileThePeersRun) {
+  const auto seen = folder_ / "seen";
+  const std::string failure = run_peers(
+      "ls -A \"$TMPDIR\" > '" + seen.string() + ".files'; wc -c < \"$3\" > '" + seen.string() + ".bytes'; exit 1", 60);
+  EXPECT_NE(failure.find("exit 1"), std::string::npos) << failure;
+  std::ifstream files(seen.string() + ".files");
+  const std::string listed((std::istreambuf_iterator<char>(files)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(listed, "") << "named in the temp folder while the peers ran";
+  int64_t bytes = 0;
+  std::ifstream(seen.string() + ".bytes") >> bytes;
+  EXPECT_GT(bytes, 100000) << "the peers could not read their state";
+  EXPECT_TRUE(std::filesystem::is_empty(folder_ / "tmp"));
 }
 
 // The torch.compile peer, asked for on the CPU: it compiles (tens of seconds on two cores), reports its

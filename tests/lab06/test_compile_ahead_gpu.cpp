@@ -84,8 +84,8 @@ TEST(Lab06GpuGraph, ReplayedFusedStepEqualsEagerStepsAndReadsTheDeviceLr) {
   for (size_t i = 0; i < initial.size(); ++i) {
     // The same kernel on the same inputs: equal up to float32 rounding. A replay that read a stale
     // learning rate or step count would be off by a whole update (~1e-3).
-    EXPECT_TRUE(speedlabs::testing::tensors_close(graphed[i], eager[i], 1e-7, 1e-6, "param " + std::to_string(i) +
-                                                                                 " after the replays vs eager steps"));
+    EXPECT_TRUE(speedlabs::testing::tensors_close(graphed[i], eager[i], 1e-7, 1e-6,
+                                                  "param " + std::to_string(i) + " after the replays vs eager steps"));
     EXPECT_EQ(graphed_optimizer.step_counts()[i].item<float>(), 6.0f);
   }
 }

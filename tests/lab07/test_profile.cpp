@@ -2,6 +2,8 @@
 // arithmetic, the document loader, and every observation of a --quick run through the same experiment.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,12 +20,12 @@
 #include "common/gpt.h"
 #include "datasets/data_files.h"
 #include "experiment.h"
-#include "tests/support/timed.h"
 #include "feeding.h"
 #include "op_cost.h"
 #include "roofline.h"
-#include "trace.h"
 #include "tests/support/data.h"
+#include "tests/support/timed.h"
+#include "trace.h"
 
 namespace {
 
@@ -95,6 +97,28 @@ TEST(Lab07Trace, OneStepWithItsRangesOpsAndSelfTimes) {
   }
   for (const auto& range : lab07::step_ranges()) EXPECT_TRUE(events.count(range)) << range << " not in the trace";
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "only the trace is left";
+}
+
+// A full disk, played by a file-size limit (a write past it fails as on a full disk): the run stops with a
+// message that says the trace could not be written, and no temporary file is left beside it.
+TEST(Lab07Trace, AFullDiskLeavesNoTemporaryFile) {
+  TinyRun run;
+  const fs::path dir = fresh_dir("trace_full");
+  rlimit previous{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &previous), 0);
+  const auto previous_handler = signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of a signal
+  const rlimit small{4096, previous.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    lab07::profile_step([&] { return run.step(); }, kCpu, (dir / "step.json").string());
+  } catch (const speedlabs::RuntimeFailure& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &previous);
+  signal(SIGXFSZ, previous_handler);
+  EXPECT_NE(message.find("cannot write the trace"), std::string::npos) << message;
+  for (const auto& entry : fs::directory_iterator(dir)) ADD_FAILURE() << "left behind: " << entry.path();
 }
 
 TEST(Lab07Trace, AnUnwritableTraceIsARuntimeFailure) {

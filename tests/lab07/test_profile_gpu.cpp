@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "common/device.h"
+#include "common/files.h"
 #include "common/gpt.h"
 #include "datasets/data_files.h"
-#include "common/files.h"
 #include "feeding.h"
 #include "op_cost.h"
 #include "trace.h"

@@ -5,8 +5,8 @@
 #include "common/autocast_guard.h"
 #include "common/gpt.h"
 #include "common/host_memory.h"
-#include "labs/05_gpt2/exercise.h"
 #include "exercise.h"
+#include "labs/05_gpt2/exercise.h"
 #include "tests/support/expect.h"
 
 namespace {
@@ -30,9 +30,7 @@ torch::Tensor make_input() {
 }
 
 // A fixed, uneven upstream gradient, so every output element matters.
-torch::Tensor weight_for(const torch::Tensor& y) {
-  return torch::linspace(-1.0, 1.0, y.numel()).view(y.sizes());
-}
+torch::Tensor weight_for(const torch::Tensor& y) { return torch::linspace(-1.0, 1.0, y.numel()).view(y.sizes()); }
 
 struct Grads {
   torch::Tensor output, input;
@@ -60,7 +58,8 @@ void expect_same(const Grads& got, const Grads& expected) {
   ASSERT_EQ(got.params.size(), expected.params.size());
   for (size_t i = 0; i < got.params.size(); ++i) {
     ASSERT_TRUE(got.params[i].defined()) << "parameter " << i << " got no gradient: backpropagate the recomputed block";
-    EXPECT_TRUE(tensors_close(got.params[i], expected.params[i], 1e-6, 1e-5, "gradient of parameter " + std::to_string(i)));
+    EXPECT_TRUE(
+        tensors_close(got.params[i], expected.params[i], 1e-6, 1e-5, "gradient of parameter " + std::to_string(i)));
   }
 }
 
@@ -91,8 +90,8 @@ TEST(Lab08_checkpointed_block, KeepsOnlyItsInputAfterForward) {
   const int64_t kept = speedlabs::host_memory_stats().live_bytes - before;
   const int64_t output = y.nbytes();
   EXPECT_LE(kept, output + rng_state + 1024)
-      << "after forward " << kept << " bytes are new; the output is " << output << " and the RNG state "
-      << rng_state << ": the block's activations were kept (run it with gradients off, save only x)";
+      << "after forward " << kept << " bytes are new; the output is " << output << " and the RNG state " << rng_state
+      << ": the block's activations were kept (run it with gradients off, save only x)";
   const auto plain = as_fn(block)(x);
   const int64_t plain_kept = speedlabs::host_memory_stats().live_bytes - before - kept;
   EXPECT_GT(plain_kept, 10 * output) << "a plain block keeps its activations: " << plain_kept << " bytes";

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -36,7 +37,8 @@ TEST(Lab08Formulas, WeightsGradientsAndAdamWAreFourFourAndEightBytesPerParameter
 TEST(Lab08Formulas, ActivationsCountBlocksAndTheHead) {
   const auto& shape = tiny();
   const int64_t B = 2, T = 32, C = 64, H = 4, L = 2, V = 50257;
-  EXPECT_EQ(lab08::activations_bytes_formula(shape, B, T, false), 4 * (L * (16 * B * T * C + B * H * T * T) + 2 * B * T * C + B * T * V));
+  EXPECT_EQ(lab08::activations_bytes_formula(shape, B, T, false),
+            4 * (L * (16 * B * T * C + B * H * T * T) + 2 * B * T * C + B * T * V));
   EXPECT_EQ(lab08::activations_bytes_formula(shape, B, T, true), 4 * (L * B * T * C + 2 * B * T * C + B * T * V));
   // The chapter's B=4, T=128 on GPT-2: its log-probabilities alone are B x T x V x 4 = 103 MB.
   EXPECT_NEAR(4.0 * 4 * 128 * 50257 / 1e6, 102.9, 0.1);
@@ -84,8 +86,8 @@ TEST(Lab08Phases, CheckpointingKeepsOneTensorPerBlock) {
   const auto plain = lab08::measure_phases("tiny", {2, 32, std::nullopt, false}, kCpu);
   const auto checkpointed = lab08::measure_phases("tiny", {2, 32, std::nullopt, true}, kCpu);
   const int64_t saved = plain.activations() - checkpointed.activations();
-  const int64_t predicted = lab08::activations_bytes_formula(tiny(), 2, 32, false) -
-                            lab08::activations_bytes_formula(tiny(), 2, 32, true);
+  const int64_t predicted =
+      lab08::activations_bytes_formula(tiny(), 2, 32, false) - lab08::activations_bytes_formula(tiny(), 2, 32, true);
   // What the blocks no longer keep, within the small tensors the formula leaves out.
   EXPECT_GE(saved, predicted * 9 / 10);
   EXPECT_LE(saved, predicted * 11 / 10);
@@ -148,6 +150,22 @@ TEST(Lab08Run, ABudgetBelowBatchOneIsAUsageErrorBeforeAnythingRuns) {
     EXPECT_NE(std::string(e.what()).find("too small"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(report.observations().empty());
+}
+
+TEST(Lab08Run, ABatchNoMachineHoldsIsAUsageErrorBeforeAnythingRuns) {
+  for (const int64_t batch : {int64_t{100'000'000}, std::numeric_limits<int64_t>::max()}) {
+    lab08::Config config = lab08::quick_config();
+    config.batch = batch;  // B x T x V floats of log-probabilities alone: terabytes, or past int64
+    speedlabs::Report report("08_memory", "cpu");
+    try {
+      lab08::run(config, kCpu, report);
+      FAIL() << "--batch " << batch << " was accepted";
+    } catch (const speedlabs::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("is too large"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("up to B="), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(report.observations().empty());
+  }
 }
 
 TEST(Lab08Run, ASequenceLongerThanTheModelsIsAUsageError) {

@@ -5,20 +5,20 @@
 #include <gtest/gtest.h>
 
 #include "common/device.h"
-#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
-#include "flash_kernel.h"
+#ifdef SPEEDLABS_LAB09_CUDA_KERNEL
+#include "flash_attention.h"
 #endif
 
 namespace lab09::testing {
-#ifdef SPEEDLABS_LAB09_FLASH_KERNEL
+#ifdef SPEEDLABS_LAB09_CUDA_KERNEL
 inline constexpr bool kHaveKernel = true;
 #else
 inline constexpr bool kHaveKernel = false;
 #endif
 }  // namespace lab09::testing
 
-#define LAB09_REQUIRE_GPU_KERNEL()                                                                          \
-  do {                                                                                                      \
-    if (!speedlabs::cuda_available()) GTEST_SKIP() << "no CUDA GPU visible to libtorch";                    \
+#define LAB09_REQUIRE_GPU_KERNEL()                                                                           \
+  do {                                                                                                       \
+    if (!speedlabs::cuda_available()) GTEST_SKIP() << "no CUDA GPU visible to libtorch";                     \
     if (!lab09::testing::kHaveKernel) GTEST_SKIP() << "the kernel was not compiled (no nvcc in this build)"; \
   } while (0)

@@ -1,7 +1,11 @@
 // Lab 09: the tiled forward against lab 05's written-out attention and SDPA, the backward against autograd,
 // and every observation of a --quick run through the same experiment the program runs.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,12 +15,14 @@
 #include <vector>
 
 #include "attention_backward.h"
+#include "common/errors.h"
 #include "common/files.h"
 #include "common/observations.h"
-#include "experiment.h"
 #include "exercise.h"
+#include "experiment.h"
 #include "labs/05_gpt2/exercise.h"
 #include "tests/support/expect.h"
+#include "tests/support/spawn.h"
 #include "tests/support/timed.h"
 
 namespace {
@@ -46,8 +52,8 @@ TEST(Lab09Forward, MatchesWrittenOutAndSdpaForTFrom1To4096) {
     const auto written_out = lab05::causal_attention(x.q, x.k, x.v);
     const auto sdpa = at::scaled_dot_product_attention(x.q, x.k, x.v, {}, 0.0, /*is_causal=*/true);
     for (const auto& [q_tile, kv_tile] : tiles) {
-      const std::string what = "T=" + std::to_string(T) + ", tiles " + std::to_string(q_tile) + " x " +
-                               std::to_string(kv_tile);
+      const std::string what =
+          "T=" + std::to_string(T) + ", tiles " + std::to_string(q_tile) + " x " + std::to_string(kv_tile);
       const auto out = lab09::tiled_attention_forward(x.q, x.k, x.v, q_tile, kv_tile).out;
       EXPECT_TRUE(tensors_close(out, written_out, lab09::kForwardTolerance, 0, "tiled vs written out, " + what));
       EXPECT_TRUE(tensors_close(out, sdpa, lab09::kForwardTolerance, 0, "tiled vs SDPA, " + what));
@@ -63,10 +69,10 @@ TEST(Lab09Backward, GradientsMatchAutogradThroughTheWrittenOutAttention) {
     const auto grad_out = torch::randn({2, 3, T, 16});
     const auto expected = torch::autograd::grad({lab05::causal_attention(x.q, x.k, x.v)}, {x.q, x.k, x.v}, {grad_out});
     for (const auto& [q_tile, kv_tile] : tiles) {
-      const auto got = torch::autograd::grad({lab09::tiled_attention(x.q, x.k, x.v, q_tile, kv_tile)},
-                                             {x.q, x.k, x.v}, {grad_out});
-      const std::string what = " at T=" + std::to_string(T) + ", tiles " + std::to_string(q_tile) + " x " +
-                               std::to_string(kv_tile);
+      const auto got =
+          torch::autograd::grad({lab09::tiled_attention(x.q, x.k, x.v, q_tile, kv_tile)}, {x.q, x.k, x.v}, {grad_out});
+      const std::string what =
+          " at T=" + std::to_string(T) + ", tiles " + std::to_string(q_tile) + " x " + std::to_string(kv_tile);
       EXPECT_TRUE(tensors_close(got[0], expected[0], lab09::kBackwardTolerance, 0, "dq" + what));
       EXPECT_TRUE(tensors_close(got[1], expected[1], lab09::kBackwardTolerance, 0, "dk" + what));
       EXPECT_TRUE(tensors_close(got[2], expected[2], lab09::kBackwardTolerance, 0, "dv" + what));
@@ -106,12 +112,14 @@ TEST(Lab09Run, EveryObservationOfAQuickRun) {
                                              "written_out_vs_tiled_memory_at_4096", "cuda_kernel_matches_sdpa",
                                              "cuda_kernel_vs_sdpa_time"}));
     // The README's table lists the same ids, no more, no fewer.
-    const std::string readme = speedlabs::read_file(std::string(SPEEDLABS_SOURCE_DIR) + "/labs/09_flash_attention/README.md");
+    const std::string readme =
+        speedlabs::read_file(std::string(SPEEDLABS_SOURCE_DIR) + "/labs/09_flash_attention/README.md");
     const auto table_start = readme.find("## What you should observe, and why");
     ASSERT_NE(table_start, std::string::npos);
     for (const auto& id : ids) EXPECT_NE(readme.find("| `" + id + "` |", table_start), std::string::npos) << id;
     size_t rows = 0;
-    for (size_t pos = readme.find("\n| `", table_start); pos != std::string::npos; pos = readme.find("\n| `", pos + 1)) ++rows;
+    for (size_t pos = readme.find("\n| `", table_start); pos != std::string::npos; pos = readme.find("\n| `", pos + 1))
+      ++rows;
     EXPECT_EQ(rows, ids.size());
   }
 
@@ -167,7 +175,8 @@ TEST(Lab09Run, EveryObservationOfAQuickRun) {
     EXPECT_GE(o.measured["rounds"].get<int>(), config.repeats);
     EXPECT_EQ(o.evidence["value"]["count"].get<int>(), o.measured["rounds"].get<int>());
     for (const auto& size : results.sizes) {  // every method timed in the same rounds
-      EXPECT_EQ(size.of(lab09::Method::tiled).time.samples_ms.size(), size.of(lab09::Method::sdpa).time.samples_ms.size());
+      EXPECT_EQ(size.of(lab09::Method::tiled).time.samples_ms.size(),
+                size.of(lab09::Method::sdpa).time.samples_ms.size());
       EXPECT_EQ(size.of(lab09::Method::tiled).time.samples_ms.size(),
                 size.of(lab09::Method::written_out).time.samples_ms.size());
     }
@@ -192,6 +201,56 @@ TEST(Lab09Run, EveryObservationOfAQuickRun) {
       EXPECT_NE(svg.find("tiled"), std::string::npos);
     }
   }
+}
+
+TEST(Lab09Tiles, TileStepsCountEachQueryBlocksKeyBlocksUpToItsLastRow) {
+  EXPECT_EQ(lab09::tile_steps(4096, 256, 256), 136);  // 16 query blocks meeting 1..16 key blocks
+  EXPECT_EQ(lab09::tile_steps(512, 64, 1), 2304);     // 64 + 128 + ... + 512 keys, one at a time
+  EXPECT_EQ(lab09::tile_steps(100, 30, 7), 42);       // keys 30, 60, 90, 100: 5 + 9 + 13 + 15 blocks
+  EXPECT_EQ(lab09::tile_steps(1, 256, 256), 1);
+}
+
+// One call of the tiled forward runs as one piece and a stop is answered between calls, so tiles that
+// would make one call last minutes (256 x 1 at T=4096: 34,816 tile steps) are refused before any work.
+TEST(Lab09Tiles, TilesTooSmallForAShortCallAreAUsageErrorNamingTheSmallestThatFits) {
+  lab09::Config config;
+  config.kv_tile = 1;
+  speedlabs::Report report("09_flash_attention", "cpu");
+  try {
+    lab09::run(config, c10::Device(c10::kCPU), report);
+    FAIL() << "tiles of 256 x 1 at T=4096 were accepted";
+  } catch (const speedlabs::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("34816 tile steps"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--kv-tile 9 or more"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(report.observations().empty());
+  config.kv_tile = 9;
+  EXPECT_LE(lab09::tile_steps(4096, config.q_tile, config.kv_tile), lab09::kMaxTileSteps);
+}
+
+// SIGTERM to a default run with the smallest tiles it accepts is answered within seconds: exit 3 and a line
+// saying where it stopped. The lab's own program, started and signalled as a user's shell would.
+TEST(Lab09Interrupt, SigtermWithTheSmallestTilesStopsWithinSeconds) {
+  const std::string log = (std::filesystem::path(::testing::TempDir()) / "lab09_interrupted.log").string();
+  std::vector<std::string> args{LAB09_PROGRAM, "--device", "cpu", "--kv-tile", "9"};
+  const pid_t pid = speedlabs::testing::spawn_logged(args, log);
+  ASSERT_GT(pid, 0) << "could not start " << args[0];
+  sleep(4);  // well into the measurements
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  // A hang guard, not a timing: before the tiles were bounded a call could ignore the signal for minutes.
+  int status = 0;
+  pid_t ended = 0;
+  for (int waited = 0; waited < 150 && (ended = waitpid(pid, &status, WNOHANG)) == 0; ++waited) usleep(100'000);
+  if (ended == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "still running 15 s after SIGTERM:\n" << speedlabs::read_file(log);
+  }
+  ASSERT_EQ(ended, pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by a signal instead of stopping between calls";
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_NE(speedlabs::read_file(log).find("interrupted"), std::string::npos) << speedlabs::read_file(log);
+  std::filesystem::remove(log);
 }
 
 }  // namespace

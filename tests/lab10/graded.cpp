@@ -1,12 +1,16 @@
 // Lab 10 graded tests (./lab check 10): the bucketed, overlapped gradient all-reduce of exercise.h.
 // Suite Lab10_<function> grades that function: first in one process against a recording communicator
 // (what is copied where, when each all-reduce starts, what the wait hands the optimizer), then for
-// real, with 2 MPI workers on the loopback interface.
+// real, with 2 MPI workers on the loopback interface; Lab10_on_gradient_ready_speed times the bucketed
+// step against the naive one.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
+
+#include "common/contention.h"
+#include "common/timer.h"
 
 #include "buckets.h"
 #include "common/errors.h"
@@ -14,8 +18,10 @@
 #include "exercise.h"
 #include "experiment.h"
 #include "recording_communicator.h"
-#include "tests/support/expect.h"
 #include "tests/support/data.h"
+#include "tests/support/expect.h"
+#include "tests/support/mpi_jobs.h"
+#include "tests/support/speed.h"
 
 namespace {
 
@@ -76,8 +82,8 @@ TEST(Lab10_on_gradient_ready, PlacesGradientsByOffsetWhateverOrderTheyArriveIn) 
 TEST(Lab10_on_gradient_ready, StartsBucketsDuringBackwardFromTheHooks) {
   RecordingCommunicator comm;
   torch::manual_seed(1);
-  torch::nn::Sequential model(torch::nn::Linear(8, 16), torch::nn::Tanh(), torch::nn::Linear(16, 16),
-                              torch::nn::Tanh(), torch::nn::Linear(16, 4));
+  torch::nn::Sequential model(torch::nn::Linear(8, 16), torch::nn::Tanh(), torch::nn::Linear(16, 16), torch::nn::Tanh(),
+                              torch::nn::Linear(16, 4));
   auto params = model->parameters();
   // Buckets of 300 floats: the last layer's gradients fill the first bucket long before the first layer's arrive.
   GradientBuckets buckets = lab10::make_gradient_buckets(params, 300 * 4, comm);
@@ -95,8 +101,9 @@ TEST(Lab10_on_gradient_ready, StartsBucketsDuringBackwardFromTheHooks) {
   for (size_t b = 0; b < buckets.buckets.size(); ++b) {
     std::vector<torch::Tensor> expected;
     for (size_t p : buckets.buckets[b].params) expected.push_back(params[p].grad().flatten());
-    EXPECT_TRUE(tensors_close(comm.started[b].at_start, torch::cat(expected), 1e-7, 1e-6,
-                              "bucket " + std::to_string(b) + " when its all-reduce started, against autograd's .grad"));
+    EXPECT_TRUE(
+        tensors_close(comm.started[b].at_start, torch::cat(expected), 1e-7, 1e-6,
+                      "bucket " + std::to_string(b) + " when its all-reduce started, against autograd's .grad"));
   }
 }
 
@@ -157,11 +164,9 @@ TEST(Lab10_wait_for_gradients, NamesTheBucketWhoseAllReduceNeverStarted) {
 
 TEST(Lab10_wait_for_gradients, TwoMpiWorkersGiveTheLossesOfOneAllReducePerGradient) {
   SPEEDLABS_REQUIRE_DATA();
-  lab10::Config config = lab10::quick_config();
+  lab10::Config config = speedlabs::testing::mpi_test_config(lab10::quick_config(), LAB10_PROGRAM);
   config.steps = 5;
   config.bucket_mb = 0.05;  // several buckets even for the tiny model
-  config.worker_program = LAB10_PROGRAM;
-  config.timeout_s = 120;
   const auto job = lab10::run_job(config, 2, {"naive", "bucketed"}, false);
   const auto& naive = job.mode("naive");
   const auto& bucketed = job.mode("bucketed");
@@ -173,6 +178,41 @@ TEST(Lab10_wait_for_gradients, TwoMpiWorkersGiveTheLossesOfOneAllReducePerGradie
                               "bucketed loss at step " + std::to_string(step) + " (naive's is expected)"));
     EXPECT_TRUE(bucketed.in_sync[step]) << "the two workers' weights differ after step " << step;
   }
+}
+
+// --- the bucketed step's speed ---------------------------------------------------------------------------
+
+// Naive's median step over bucketed's, one ratio per 2-worker job, in @p rounds jobs whose two modes swap
+// order from job to job (as scaling_efficiency's rounds alternate), and the machine's reading over them all.
+speedlabs::Evidence bucketed_against_naive(const lab10::Config& config, int rounds) {
+  const speedlabs::ContentionProbe probe;  // the workers are reaped descendants: their CPU counts as ours
+  std::vector<double> fractions;
+  for (int round = 0; round < rounds; ++round) {
+    const std::vector<std::string> modes =
+        round % 2 == 0 ? std::vector<std::string>{"naive", "bucketed"} : std::vector<std::string>{"bucketed", "naive"};
+    const auto job = lab10::run_job(config, 2, modes, false);
+    fractions.push_back(lab10::summary_after_warmup(job.mode("naive").step_ms).median /
+                        lab10::summary_after_warmup(job.mode("bucketed").step_ms).median);
+  }
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::summarize_samples(fractions);
+  evidence.contention = probe.read();
+  return evidence;
+}
+
+// The point of the buckets is speed: the whole bucketed step (your on_gradient_ready and wait_for_gradients)
+// timed against the naive one (one blocking all-reduce per gradient after backward) with 2 MPI workers, in
+// alternating rounds of jobs (tests/support/speed.h scores them). Full points at 0.8 of naive's speed or
+// more, none at 0.5 or less.
+TEST(Lab10_on_gradient_ready_speed, TheBucketedStepKeepsUpWithTheNaiveOne) {
+  SPEEDLABS_REQUIRE_DATA();
+  lab10::Config config = speedlabs::testing::mpi_test_config(lab10::quick_config(), LAB10_PROGRAM);
+  config.steps = 10;
+  speedlabs::testing::SpeedRule rule{0.8, 0.5};
+  rule.best = "the naive step";
+  speedlabs::testing::grade_speed_of(
+      "the bucketed step against the naive one, 2 workers (tiny model, B=4, T=16)",
+      [&] { return bucketed_against_naive(config, 5); }, rule);
 }
 
 }  // namespace

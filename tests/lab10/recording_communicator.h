@@ -63,9 +63,9 @@ class RecordingCommunicator : public Communicator {
     torch::Tensor at_start;  ///< a copy of it when the all-reduce started
     bool waited = false;     ///< wait() was called for it
   };
-  std::vector<Start> started;  ///< every start, in order; the handle is the index
-  int waits = 0;               ///< wait() calls
-  int reduce_scatters = 0;     ///< reduce_scatter_sum() calls
+  std::vector<Start> started;           ///< every start, in order; the handle is the index
+  int waits = 0;                        ///< wait() calls
+  int reduce_scatters = 0;              ///< reduce_scatter_sum() calls
   std::vector<torch::Tensor> gathered;  ///< what each all_gather_into() sent: this worker's slice
 
  private:

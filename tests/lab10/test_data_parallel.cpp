@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -14,21 +15,17 @@
 #include "datasets/data_files.h"
 #include "experiment.h"
 #include "recording_communicator.h"
-#include "tests/support/timed.h"
 #include "tests/support/data.h"
+#include "tests/support/mpi_jobs.h"
+#include "tests/support/timed.h"
 
 namespace {
 
 using speedlabs::Verdict;
 
-lab10::Config quick() {
-  lab10::Config config = lab10::quick_config();
-  config.worker_program = LAB10_PROGRAM;
-  config.timeout_s = 120;
-  return config;
-}
+using speedlabs::testing::contains;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+lab10::Config quick() { return speedlabs::testing::mpi_test_config(lab10::quick_config(), LAB10_PROGRAM); }
 
 // One run for all observations: each run starts two jobs of MPI workers, so the checks share it.
 TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
@@ -38,10 +35,10 @@ TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {
 
   std::vector<std::string> ids;
   for (const auto& o : report.observations()) ids.push_back(o.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"workers_agree_at_start", "same_losses_as_one_worker",
-                                           "weights_stay_in_sync", "bucketed_same_losses_as_naive",
-                                           "allreduce_overlap", "accumulation_matches_large_batch",
-                                           "scaling_efficiency", "allreduce_bandwidth"}))
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"workers_agree_at_start", "same_losses_as_one_worker", "weights_stay_in_sync",
+                                      "bucketed_same_losses_as_naive", "allreduce_overlap",
+                                      "accumulation_matches_large_batch", "scaling_efficiency", "allreduce_bandwidth"}))
       << "the README's table lists exactly these";
   for (const char* id : {"workers_agree_at_start", "same_losses_as_one_worker", "weights_stay_in_sync",
                          "bucketed_same_losses_as_naive", "accumulation_matches_large_batch"}) {
@@ -106,6 +103,33 @@ TEST(Lab10Faults, AKilledWorkerStopsTheOthersWithAClearErrorInBoundedTime) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 90);
 }
 
+// A stopped worker (SIGSTOP) dies of nothing, so mpirun says nothing: its heartbeat names it, and the job is
+// ended at the stall limit (here seconds), long before the job's timeout.
+TEST(Lab10Faults, AStoppedWorkerIsNamedAndItsJobEndedByTheHeartbeat) {
+  SPEEDLABS_REQUIRE_DATA();
+  lab10::Config config = quick();
+  config.faults.stop_rank = 1;
+  config.faults.stop_step = 3;
+  config.stall = {/*warn_s=*/1, /*end_s=*/4};
+  config.timeout_s = 90;
+  const auto start = std::chrono::steady_clock::now();
+  ::testing::internal::CaptureStdout();
+  try {
+    lab10::run_job(config, 2, {"naive"}, false);
+    ::testing::internal::GetCapturedStdout();
+    FAIL() << "a job with a stopped worker must fail";
+  } catch (const speedlabs::RuntimeFailure& e) {
+    const std::string printed = ::testing::internal::GetCapturedStdout();
+    const std::string message = e.what();
+    EXPECT_TRUE(contains(printed, "worker 1 (pid ")) << "no warning while it waited:\n" << printed;
+    EXPECT_FALSE(contains(message, "did not finish within")) << message;
+    EXPECT_TRUE(contains(message, "worker 1 (pid ")) << message;
+    EXPECT_TRUE(contains(message, "has made no progress for")) << message;
+    EXPECT_FALSE(contains(message, "worker 0")) << "rank 0 waits in its all-reduce, alive: " << message;
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60);
+}
+
 TEST(Lab10Faults, AWorldSizeMismatchIsAUsageErrorAtStart) {
   SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = quick();
@@ -155,6 +179,24 @@ TEST(Lab10Validate, RejectsWhatCannotSplitBeforeAnyWorkerStarts) {
   config.workers = 1;
   EXPECT_THROW(lab10::validate(config), speedlabs::UsageError);
   EXPECT_NO_THROW(lab10::validate(lab10::Config{}));
+}
+
+// A bucket size must be one in bytes: an overflowing int64 (1e300 MiB) or no byte at all (1e-300) is a
+// usage error before any worker starts.
+TEST(Lab10Validate, RejectsABucketSizeThatIsNoSizeInBytes) {
+  for (double mb : {1e300, 1e-300, 0.0, -1.0, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
+    lab10::Config config;
+    config.bucket_mb = mb;
+    try {
+      lab10::validate(config);
+      ADD_FAILURE() << "--bucket-mb " << mb << " was accepted";
+    } catch (const speedlabs::UsageError& e) {
+      EXPECT_TRUE(contains(e.what(), "--bucket-mb")) << e.what();
+    }
+  }
+  lab10::Config config;
+  config.bucket_mb = 0.05;
+  EXPECT_NO_THROW(lab10::validate(config));
 }
 
 // --device cuda needs the NCCL path and a GPU per worker; where either is missing it stops before a worker

@@ -13,6 +13,7 @@
 #include "tests/lab10/recording_communicator.h"
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
+#include "tests/support/mpi_jobs.h"
 #include "zero.h"
 
 namespace {
@@ -118,11 +119,9 @@ TEST(Lab11_gather_full_parameters, FillsTheFullBufferFromEveryWorkersShard) {
 // and its backward, released after.
 TEST(Lab11_gather_full_parameters, TwoMpiWorkersAtStage3GiveTheLossesOfOne) {
   SPEEDLABS_REQUIRE_DATA();
-  lab11::Config config = lab11::quick_config();
+  lab11::Config config = speedlabs::testing::mpi_test_config(lab11::quick_config(), LAB11_PROGRAM);
   config.steps = 4;
   config.stage = "3";
-  config.worker_program = LAB11_PROGRAM;
-  config.timeout_s = 120;
   speedlabs::Report report("11_sharding", "cpu");
   lab11::run(config, report);
   const auto& losses = report.at("same_losses_as_one_worker");
@@ -141,7 +140,8 @@ TEST(Lab11_free_full_parameters, GivesTheFullBuffersBytesBackAndKeepsTheShard) {
   EXPECT_EQ(unit.full.numel(), 6) << "the buffer keeps its shape";
   EXPECT_TRUE(tensors_close(unit.shard, torch::tensor({0.f, 1.f, 2.f}), 0, 0, "the shard stays"));
   lab11::gather_full_parameters(unit, comm);  // and a gather after it brings the values back
-  EXPECT_TRUE(tensors_close(params[0].detach(), torch::tensor({0.f, 1.f, 2.f}), 0, 0, "parameter 0 after a new gather"));
+  EXPECT_TRUE(
+      tensors_close(params[0].detach(), torch::tensor({0.f, 1.f, 2.f}), 0, 0, "parameter 0 after a new gather"));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/observations.h"
 #include "experiment.h"
 #include "tests/support/data.h"
+#include "tests/support/mpi_jobs.h"
 #include "tests/support/timed.h"
 #include "zero.h"
 
@@ -19,14 +20,9 @@ namespace {
 
 using speedlabs::Verdict;
 
-lab11::Config quick() {
-  lab11::Config config = lab11::quick_config();
-  config.worker_program = LAB11_PROGRAM;
-  config.timeout_s = 120;
-  return config;
-}
+using speedlabs::testing::contains;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+lab11::Config quick() { return speedlabs::testing::mpi_test_config(lab11::quick_config(), LAB11_PROGRAM); }
 
 // One run for every observation: it starts a one-worker job and a 2-worker job of all four stages.
 TEST(Lab11, QuickRunWithTwoWorkersReportsEveryObservation) {

@@ -26,9 +26,8 @@ Inputs inputs(int64_t rows, int64_t C, int64_t V, double scale, torch::ScalarTyp
 }
 
 torch::Tensor reference_loss_sum(const Inputs& in) {
-  return torch::nn::functional::cross_entropy(
-      torch::linear(in.hidden, in.weight),
-      in.targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  return torch::nn::functional::cross_entropy(torch::linear(in.hidden, in.weight), in.targets,
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
 // float32: the logits are dot products of C products, the log-sum-exp a sum of V exps, the loss a sum of rows;
@@ -45,8 +44,8 @@ TEST(Lab12_chunk_forward, MatchesLinearPlusCrossEntropyInFloat32) {
   const auto out = lab12::chunk_forward(in.hidden, in.weight, in.targets);
   ASSERT_TRUE(out.loss_sum.defined() && out.lse.defined()) << "loss_sum or lse was not returned";
   EXPECT_TRUE(tensors_close(out.loss_sum, reference_loss_sum(in), 0, kFloatRtol, "the chunk's summed loss"));
-  EXPECT_TRUE(tensors_close(out.lse, torch::logsumexp(torch::linear(in.hidden, in.weight).to(torch::kDouble), 1),
-                            0, kFloatRtol, "lse, (rows,)"));
+  EXPECT_TRUE(tensors_close(out.lse, torch::logsumexp(torch::linear(in.hidden, in.weight).to(torch::kDouble), 1), 0,
+                            kFloatRtol, "lse, (rows,)"));
 }
 
 TEST(Lab12_chunk_forward, SafeForLogitsWhoseExpOverflows) {
@@ -74,10 +73,10 @@ struct Grads {
 Grads reference_grads(const Inputs& in, double scale) {
   const auto hidden = in.hidden.detach().requires_grad_();
   const auto weight = in.weight.detach().requires_grad_();
-  const auto loss = torch::nn::functional::cross_entropy(
-                        torch::linear(hidden, weight), in.targets,
-                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) *
-                    scale;
+  const auto loss =
+      torch::nn::functional::cross_entropy(torch::linear(hidden, weight), in.targets,
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) *
+      scale;
   const auto grads = torch::autograd::grad({loss}, {hidden, weight});
   return {grads[0], grads[1]};
 }
@@ -106,8 +105,8 @@ TEST(Lab12_chunk_backward, MatchesAutogradInFloat32WithScaleAndAccumulation) {
   const double h_atol = 1e-5 * expected.hidden.abs().max().item<double>();
   const double w_atol = 1e-5 * expected.weight.abs().max().item<double>();
   EXPECT_TRUE(tensors_close(got.hidden, expected.hidden, h_atol, 1e-4, "d hidden (rows, C)"));
-  EXPECT_TRUE(tensors_close(got.weight, expected.weight, w_atol, 1e-4,
-                            "what chunk_backward added to grad_weight (V, C)"));
+  EXPECT_TRUE(
+      tensors_close(got.weight, expected.weight, w_atol, 1e-4, "what chunk_backward added to grad_weight (V, C)"));
 }
 
 // bfloat16: the logits' gradient is rounded to 8 bits before the two matmuls (libtorch's backward rounds its

@@ -43,8 +43,8 @@ TEST(Lab12FusedGelu, MatchesTheUnfusedChainForRowsOfAnyWidth) {
   for (const int64_t cols : {1, 7, 64, 1000}) {
     const auto x = torch::randn({33, cols}) * 3;
     const auto bias = torch::randn({cols});
-    EXPECT_TRUE(tensors_close(lab12::fused_bias_gelu(x, bias), lab12::unfused_bias_gelu(x, bias), lab12::kFusedAtol,
-                              0, "bias + GELU on (33, " + std::to_string(cols) + ")"));
+    EXPECT_TRUE(tensors_close(lab12::fused_bias_gelu(x, bias), lab12::unfused_bias_gelu(x, bias), lab12::kFusedAtol, 0,
+                              "bias + GELU on (33, " + std::to_string(cols) + ")"));
   }
 }
 
@@ -74,7 +74,7 @@ TEST(Lab12Run, EveryObservationOfASmallRun) {
   speedlabs::Report report("12_fusion", "cpu");
   lab12::run(config, c10::Device(c10::kCPU), report);
 
-  const std::vector<std::string> ids{"chunked_loss_matches", "chunked_grads_match", "peak_memory_vs_plain",
+  const std::vector<std::string> ids{"chunked_loss_matches", "chunked_grads_match",        "peak_memory_vs_plain",
                                      "time_vs_plain",        "gpt_step_with_chunked_head", "fused_matches_unfused",
                                      "fused_bytes_moved",    "fused_vs_unfused_time"};
   ASSERT_EQ(report.observations().size(), ids.size());

@@ -22,6 +22,6 @@ inline bool data_available(std::initializer_list<const char*> files = {datasets:
 }  // namespace speedlabs::testing
 
 /// Skips a test (reported as skipped, never passed) when the data it trains on is missing.
-#define SPEEDLABS_REQUIRE_DATA(...)                                 \
-  if (!speedlabs::testing::data_available(__VA_ARGS__))             \
+#define SPEEDLABS_REQUIRE_DATA(...)                     \
+  if (!speedlabs::testing::data_available(__VA_ARGS__)) \
   GTEST_SKIP() << "the data is not there: set SPEEDLABS_DATA_DIR or run ./lab setup"

@@ -34,8 +34,8 @@ inline std::string index_string(int64_t flat, c10::IntArrayRef sizes) {
 /// Passes when every element satisfies |actual - expected| <= atol + rtol * |expected| (NaN only matches
 /// NaN, infinities must be equal). On failure the message names @p what, the shapes or the first element
 /// outside the tolerance (index, expected, got), the largest absolute and relative error and the tolerance.
-inline ::testing::AssertionResult tensors_close(const torch::Tensor& actual, const torch::Tensor& expected,
-                                                double atol, double rtol, const std::string& what) {
+inline ::testing::AssertionResult tensors_close(const torch::Tensor& actual, const torch::Tensor& expected, double atol,
+                                                double rtol, const std::string& what) {
   if (!actual.defined()) return ::testing::AssertionFailure() << what << ": got an undefined tensor";
   if (actual.sizes() != expected.sizes()) {
     return ::testing::AssertionFailure() << what << ": expected shape " << expected.sizes() << ", got shape "
@@ -61,11 +61,11 @@ inline ::testing::AssertionResult tensors_close(const torch::Tensor& actual, con
     if (std::isnan(rel_err) || rel_err > max_rel) max_rel = rel_err;
   }
   if (first_bad < 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << std::setprecision(9) << what << ": " << bad_count << " of " << a.numel()
-         << " elements differ; first at " << index_string(first_bad, actual.sizes()) << ": expected "
-         << pe[first_bad] << ", got " << pa[first_bad] << "; max abs error " << max_abs << ", max rel error "
-         << max_rel << " (tolerance " << atol << " + " << rtol << " * |expected|)";
+  return ::testing::AssertionFailure() << std::setprecision(9) << what << ": " << bad_count << " of " << a.numel()
+                                       << " elements differ; first at " << index_string(first_bad, actual.sizes())
+                                       << ": expected " << pe[first_bad] << ", got " << pa[first_bad]
+                                       << "; max abs error " << max_abs << ", max rel error " << max_rel
+                                       << " (tolerance " << atol << " + " << rtol << " * |expected|)";
 }
 
 /// Passes when two numbers agree within atol + rtol * |expected|, with a message in the same words.
@@ -76,8 +76,8 @@ inline ::testing::AssertionResult numbers_close(double actual, double expected, 
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << std::setprecision(12) << what << ": expected " << expected << ", got "
-                                       << actual << " (abs error " << abs_err << ", tolerance " << atol
-                                       << " + " << rtol << " * |expected|)";
+                                       << actual << " (abs error " << abs_err << ", tolerance " << atol << " + " << rtol
+                                       << " * |expected|)";
 }
 
 }  // namespace speedlabs::testing

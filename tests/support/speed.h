@@ -2,15 +2,16 @@
 /// @brief A graded speed test: the exercise timed side by side with the best this machine does, and a share
 /// of the exercise's points from how close it comes.
 ///
-/// Both sides are timed interleaved (common/timer.h time_interleaved: A B, B A, ... in rounds) and the
-/// speed fraction is taken within each round (best's time over the exercise's: 1 is as fast as the best).
+/// Both sides are timed interleaved (common/timer.h time_interleaved: A B, B A, ... in rounds; or, with
+/// grade_speed_of, in rounds the test makes itself) and the speed fraction is taken within each round
+/// (best's time over the exercise's: 1 is as fast as the best).
 /// The measurement must be one the layer can decide from (Report's rules: enough rounds, spread at most
 /// 25%, no other program using half a core); a busy machine's measurement is retried, and after the last
 /// try the test records "undecided", which grading reports as such (never as 0). Otherwise the share of
 /// the points is 1 at or above @c full, 0 at or below @c zero, linear between. The share is recorded as
 /// the GoogleTest property "speedlabs_speed_score", which only the harness (tests/support/test_main.cpp)
 /// writes to the run's record under its token; the line printed here is for the reader (and for grading
-/// the reference from ./lab test's own run, scripts/grade.py --ctest-verdicts).
+/// the reference from ./lab test's own run, scripts/driver/grade.py --ctest-verdicts).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -31,8 +32,9 @@ namespace speedlabs::testing {
 struct SpeedRule {
   double full = 0.5;
   double zero = 0.25;
-  int attempts = 3;  ///< measurements tried before the test says it could not decide
-  TimingOptions timing{2, 9, 30, 0.05, 3.0};
+  int attempts = 3;                           ///< measurements tried before the test says it could not decide
+  TimingOptions timing{2, 9, 30, 0.05, 3.0};  ///< grade_speed's interleaved rounds
+  std::string best = "the best";              ///< the other side, in the printed line ("0.80 of the best's speed")
 };
 
 /// The share of the points for a measured speed fraction.
@@ -41,33 +43,51 @@ inline double speed_share(double fraction, const SpeedRule& rule) {
   return std::clamp((fraction - rule.zero) / (rule.full - rule.zero), 0.0, 1.0);
 }
 
-/// Times @p exercise against @p best and records the share of the points (see the file's comment).
-inline void grade_speed(const std::string& what, const std::function<void()>& exercise,
-                        const std::function<void()>& best, const SpeedRule& rule = {},
-                        const c10::Device& device = c10::Device(c10::kCPU)) {
+/// Records the share of the points from the speed fraction that @p measure returns (per-round fractions,
+/// best's time over the exercise's, and the machine's reading), measuring again while it cannot decide
+/// (see the file's comment). For an exercise whose sides cannot be two calls in this process (lab 10's
+/// jobs of MPI workers); grade_speed() below is the usual way in.
+inline void grade_speed_of(const std::string& what, const std::function<Evidence()>& measure,
+                           const SpeedRule& rule = {}) {
   std::string reason;
   for (int attempt = 1; attempt <= rule.attempts; ++attempt) {
-    const auto timed = time_interleaved({exercise, best}, device, rule.timing);
-    Evidence evidence;
-    evidence.value = timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; });
-    evidence.contention = timed.contention;
+    Evidence evidence = measure();
     evidence.bounds = {{"speed fraction", evidence.value.median, 0.0, INFINITY}};
     // Any median is a score: the rule only asks whether the measurement can decide at all.
-    const Verdict verdict = decide_verdict(evidence, [](double) { return true; }, reason);
+    const Verdict verdict = decide_verdict(
+        evidence, [](double) { return true; }, reason);
     if (verdict != Verdict::inconclusive) {
       const double share = speed_share(evidence.value.median, rule);
-      std::printf("%s: %.2f of the best's speed (quartiles %.2f-%.2f, %d rounds); full points from %.2f, none "
-                  "below %.2f\nspeed score: %.3f\n",
-                  what.c_str(), evidence.value.median, evidence.value.q1, evidence.value.q3, evidence.value.count,
-                  rule.full, rule.zero, share);
+      std::printf(
+          "%s: %.2f of %s's speed (quartiles %.2f-%.2f, %d rounds); full points from %.2f, none "
+          "below %.2f\nspeed score: %.3f\n",
+          what.c_str(), evidence.value.median, rule.best.c_str(), evidence.value.q1, evidence.value.q3,
+          evidence.value.count, rule.full, rule.zero, share);
       ::testing::Test::RecordProperty("speedlabs_speed_score", std::to_string(share));
       return;
     }
-    std::printf("%s: attempt %d of %d could not decide (median %.2f of the best's speed, not scored): %s\n",
-                what.c_str(), attempt, rule.attempts, evidence.value.median, reason.c_str());
+    std::printf("%s: attempt %d of %d could not decide (median %.2f of %s's speed, not scored): %s\n", what.c_str(),
+                attempt, rule.attempts, evidence.value.median, rule.best.c_str(), reason.c_str());
   }
   std::printf("%s: could not decide: %s\nspeed score: undecided\n", what.c_str(), reason.c_str());
   ::testing::Test::RecordProperty("speedlabs_speed_score", "undecided");
+}
+
+/// Times @p exercise against @p best, interleaved in this process (rule.timing), and records the share of
+/// the points (see the file's comment).
+inline void grade_speed(const std::string& what, const std::function<void()>& exercise,
+                        const std::function<void()>& best, const SpeedRule& rule = {},
+                        const c10::Device& device = c10::Device(c10::kCPU)) {
+  grade_speed_of(
+      what,
+      [&] {
+        const auto timed = time_interleaved({exercise, best}, device, rule.timing);
+        Evidence evidence;
+        evidence.value = timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; });
+        evidence.contention = timed.contention;
+        return evidence;
+      },
+      rule);
 }
 
 }  // namespace speedlabs::testing

@@ -13,7 +13,7 @@
 //   score <token> <0..1>|undecided         from the test's GoogleTest property "speedlabs_speed_score", which
 //                                          the test sets after its measurement (what the code under test
 //                                          prints never counts, and a property it set is overwritten).
-// scripts/grade.py counts a test only by its "end" line: no line means the process left the test early
+// scripts/driver/grade.py counts a test only by its "end" line: no line means the process left the test early
 // (std::exit, _exit, a crash, a timeout), and a skip counts only as GoogleTest itself recorded it
 // (GTEST_SKIP(), the harness's own decision: no GPU here).
 //
@@ -74,7 +74,8 @@ void install_crash_handlers() {
   action.sa_handler = on_crash;
   action.sa_flags = SA_ONSTACK | SA_RESETHAND;
   ::sigemptyset(&action.sa_mask);
-  for (const int number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) ::sigaction(number, &action, nullptr);
+  for (const int number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+    ::sigaction(number, &action, nullptr);
 }
 
 class GradeRecorder : public ::testing::EmptyTestEventListener {

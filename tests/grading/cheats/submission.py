@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Known ways to cheat the grader, as one submission, and what it must score (scripts/check-cheats.sh).
+"""Known ways to cheat the grader, as one submission, and what it must score (scripts/ci/check-cheats.sh).
 
   submission.py write FOLDER      FOLDER/NN_topic/exercise.cpp (and .cu): solutions/ with the attacks below
   submission.py verify RESULTS    checks RESULTS (results.json of ./lab grade --submission FOLDER)

@@ -1,0 +1,140 @@
+#include "interleaving.h"
+
+#include <ATen/Parallel.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+#include "common/contention.h"
+#include "exercise.h"
+#include "measurement.h"
+
+namespace lab04 {
+
+namespace {
+
+// A neighbour that starts computing in the middle of a measurement: a spinning thread pinned to the one core
+// the measuring thread is pinned to, so it takes half of that core on any machine, however many cores it
+// has. It lives in this process so the run decides when it starts, which makes the demonstration repeatable.
+class Neighbour {
+ public:
+  explicit Neighbour(const cpu_set_t& core) : core_(core) {}
+  void start() {
+    if (thread_.joinable()) return;
+    thread_ = std::thread([this] {
+      pthread_setaffinity_np(pthread_self(), sizeof(core_), &core_);
+      volatile double x = 0;
+      while (!stop_.load(std::memory_order_relaxed)) x = x + 1;
+    });
+  }
+  ~Neighbour() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  cpu_set_t core_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Pins the calling thread to one of the cores it may run on, and gives the old set back at the end.
+class PinnedToOneCore {
+ public:
+  PinnedToOneCore() {
+    pthread_getaffinity_np(pthread_self(), sizeof(previous_), &previous_);
+    CPU_ZERO(&core_);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &previous_)) {
+        CPU_SET(c, &core_);
+        break;
+      }
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof(core_), &core_);
+  }
+  ~PinnedToOneCore() { pthread_setaffinity_np(pthread_self(), sizeof(previous_), &previous_); }
+  PinnedToOneCore(const PinnedToOneCore&) = delete;
+  PinnedToOneCore& operator=(const PinnedToOneCore&) = delete;
+  const cpu_set_t& core() const { return core_; }
+
+ private:
+  cpu_set_t previous_{};
+  cpu_set_t core_{};
+};
+
+// The one-after-the-other comparison: its ratio and the preemptions per second before and after the load.
+struct OneAfterTheOther {
+  double ratio = 0;
+  double preemptions_quiet = 0;
+  double preemptions_loaded = 0;
+};
+
+// All of A, then the neighbour starts, then all of B.
+OneAfterTheOther time_one_after_the_other(const std::function<void()>& work, const PinnedToOneCore& pinned,
+                                          TorchDevice& host, const speedlabs::TimingOptions& timing) {
+  OneAfterTheOther result;
+  Neighbour neighbour(pinned.core());
+  const speedlabs::ContentionProbe quiet;
+  const double a_ms = measure(work, host, timing).median_ms;
+  result.preemptions_quiet = quiet.read().preemptions_per_s;
+  neighbour.start();
+  const speedlabs::ContentionProbe loaded;
+  const double b_ms = measure(work, host, timing).median_ms;
+  result.preemptions_loaded = loaded.read().preemptions_per_s;
+  result.ratio = a_ms / b_ms;
+  return result;
+}
+
+}  // namespace
+
+void observe_interleaving(const Config& config, speedlabs::Report& report) {
+  // One side against itself: the true ratio is 1. A single-threaded 768 x 768 matmul (tens of ms) is
+  // long against the scheduler's slices, so sharing its core with the neighbour halves its speed steadily.
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const PinnedToOneCore pinned;
+  torch::manual_seed(config.seed);
+  const torch::Tensor a = torch::randn({768, 768}), b = torch::randn({768, 768});
+  torch::Tensor c = torch::empty({768, 768});
+  const auto work = [&] { at::mm_out(c, a, b); };
+  TorchDevice host(c10::Device(c10::kCPU));
+  const speedlabs::TimingOptions timing{1, config.interleave_rounds};
+
+  const OneAfterTheOther one_after = time_one_after_the_other(work, pinned, host, timing);
+  const double sequential = one_after.ratio;
+  // Interleaved: the same neighbour starts halfway through the rounds.
+  PairTiming pair;
+  const speedlabs::ContentionProbe probe;
+  {
+    Neighbour neighbour(pinned.core());
+    int calls = 0;
+    const int halfway = timing.warmup + timing.repeats / 2;
+    pair = measure_pair(
+        [&] {
+          if (++calls > halfway) neighbour.start();
+          work();
+        },
+        work, host, timing);
+  }
+  at::set_num_threads(threads);
+
+  speedlabs::Evidence evidence = ratio_evidence(pair.ratio, probe.read());
+  const double sequential_error = std::abs(sequential - 1.0);
+  report.decide("interleaving_resists_a_changing_load",
+                "a neighbour that starts computing halfway through skews a comparison timed one side after the other, "
+                "while the same comparison timed in rounds side by side still finds the truth (here 1: one op "
+                "against itself)",
+                {{"sequential_ratio", sequential},
+                 {"interleaved_ratio", pair.ratio.median},
+                 {"interleaved_spread", pair.ratio.spread()},
+                 {"preemptions_per_s_quiet", one_after.preemptions_quiet},
+                 {"preemptions_per_s_with_neighbour", one_after.preemptions_loaded}},
+                "interleaved ratio within 10% of 1 per round; sequential ratio off by more than 25%", evidence,
+                [&](double interleaved) { return std::abs(interleaved - 1.0) <= 0.1 && sequential_error > 0.25; });
+}
+
+}  // namespace lab04

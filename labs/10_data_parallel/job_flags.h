@@ -1,0 +1,56 @@
+/// @file labs/10_data_parallel/job_flags.h
+/// @brief What the programs of labs 10 and 11 share before their experiment runs: the worker role, and the
+/// flags of a job of MPI workers (each added where its lab lists it, so each --help keeps its order).
+#pragma once
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "common/cli.h"
+#include "common/errors.h"
+
+namespace lab10 {
+
+/// main()'s first step: one program, two roles. Started by mpirun with `--worker SPEC`, this process is a
+/// worker and returns @p worker_main's code; started by mpirun any other way, it says how to run the lab
+/// (@p how_to_run) and returns the usage exit code; otherwise (std::nullopt) it is the launcher.
+/// @param argc         main()'s argument count
+/// @param argv         main()'s arguments
+/// @param lab          the program's name in the error line, e.g. "lab10"
+/// @param how_to_run   e.g. "./lab run 10 --workers N"
+/// @param worker_main  the worker's main: (argc, argv, the --worker SPEC) -> exit code
+template <class WorkerMain>
+std::optional<int> worker_role(int argc, char** argv, const std::string& lab, const std::string& how_to_run,
+                               WorkerMain worker_main) {
+  if (argc == 3 && std::strcmp(argv[1], "--worker") == 0) return worker_main(argc, argv, argv[2]);
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return std::nullopt;
+  std::cerr << lab << ": error: started by mpirun, but " << lab << " starts its own workers: run " << how_to_run
+            << "\n";
+  return speedlabs::kExitUsage;
+}
+
+/// --workers N (at least 2 workers; the experiment's validate() says why).
+template <class Config>
+void add_workers_flag(CLI::App& app, speedlabs::ConfigFlags<Config>& flags) {
+  flags.int_option(app, "--workers", &Config::workers, "N, worker processes (each with one thread)", 2);
+}
+
+/// --config, --batch, --seq and --steps (@p steps_help: what a step count is per, in this lab).
+template <class Config>
+void add_job_size_flags(CLI::App& app, speedlabs::ConfigFlags<Config>& flags, const std::string& steps_help) {
+  flags.model_option(app, &Config::model);
+  flags.int_option(app, "--batch", &Config::batch, "B, the global batch (a multiple of --workers)");
+  flags.int_option(app, "--seq", &Config::seq, "T, tokens per sequence");
+  flags.int_option(app, "--steps", &Config::steps, steps_help);
+}
+
+/// --hostfile FILE: the workers on several machines.
+template <class Config>
+void add_hostfile_flag(CLI::App& app, speedlabs::ConfigFlags<Config>& flags) {
+  flags.option(app, "--hostfile", &Config::hostfile, "an mpirun host file: run the workers on several machines")
+      ->check(CLI::ExistingFile);
+}
+
+}  // namespace lab10

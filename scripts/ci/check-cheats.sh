@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# CI's check that the grader cannot be fooled (called by scripts/ci/check-grading.sh):
+#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03 and 05
+#      (tests/grading/cheats/submission.py: exit(0), an endless loop, a printed "[  SKIPPED ]", a segfault,
+#      a crash in a static initializer, a compile error) graded by ./lab grade --submission: each attacked exercise scores 0, every other
+#      exercise its full points (lab 09, which runs lab 05's exercise, among them); lab 01 is named three
+#      ways (--labs 01,1,001) and must be graded once;
+#   2. SIGTERM to ./lab grade while a test runs ends ctest and the test processes at once, and leaves none
+#      of the three result files (an earlier run's included).
+# Only the attacked labs' graded tests and lab 09's are built (build-submission/), from ccache where the
+# reference build compiled the same sources.
+set -euo pipefail
+check_start=$SECONDS
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+source scripts/driver/common.sh
+
+scratch="$root/build-cheats"
+rm -rf "$scratch" && mkdir -p "$scratch"
+python3 tests/grading/cheats/submission.py write "$scratch/submission"
+
+echo "check-cheats: ./lab grade on the cheating submission"
+./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,05,09 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
+  { cat "$scratch/grade.log" >&2; die "./lab grade failed on the cheating submission"; }
+python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" ||
+  { cat "$scratch/grade.log" >&2; die "a cheat earned points, or cost an honest exercise its points (above)"; }
+
+echo "check-cheats: SIGTERM to ./lab grade while lab 01's endless loop runs"
+stopped="$scratch/stopped"
+mkdir -p "$stopped" && echo stale >"$stopped/results.json" && echo stale >"$stopped/summary.md"
+ends="$root/build-submission/grade-run/ends"
+rm -rf "$root/build-submission/grade-run"  # the first grade's records: only this run's may start the clock
+./lab grade --submission "$scratch/submission" --labs 01 --out "$stopped" >"$scratch/stopped.log" 2>&1 &
+driver=$!
+for _ in $(seq 600); do
+  compgen -G "$ends/Lab01_sum_squares_torch.*" >/dev/null && break
+  sleep 0.1
+done
+compgen -G "$ends/Lab01_sum_squares_torch.*" >/dev/null || { kill "$driver"; die "the looping test never started"; }
+started=$SECONDS
+kill -TERM "$driver"
+status=0
+wait "$driver" || status=$?
+((status == 143)) || { cat "$scratch/stopped.log" >&2; die "./lab grade exited $status on SIGTERM, not 143"; }
+sleep 0.5
+left="$(pgrep -f "$root/build-submission/labs/01_vectorize/test_lab01_graded|ctest --test-dir build-submission" || true)"
+[[ -z "$left" ]] || { ps -o pid,args -p "${left//$'\n'/,}" >&2; die "processes left running after SIGTERM (above)"; }
+leftover="$(ls -A "$stopped")"
+[[ -z "$leftover" ]] || die "an interrupted grade left files in --out: $leftover"
+echo "  stopped in $((SECONDS - started)) s, no test process left, no result file left"
+echo "check-cheats: $((SECONDS - check_start)) s"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# CI's check that grading can tell a student's work from none, both ways:
+#   1. with the labs/ stubs and blank predictions as they are, ./lab grade gives no points: every graded test
+#      fails, every prediction is blank, and the number of failing graded tests is printed;
+#   2. the same graded tests, linked with the reference solutions, graded by the same scripts/driver/grade.py, give
+#      full points for every exercise graded on this machine (GPU ones are skipped here), speed included, and
+#      with the reference predictions (solutions/NN_topic/predictions.toml) full marks for predictions; results.json
+#      has Gradescope's fields. Their results come from the JUnit file the last ./lab test wrote
+#      (build/ctest-junit.xml, the default test preset's): CI's ./lab test has just run every graded test
+#      with the solutions, and running them again would only repeat its answer. That file has no record of
+#      each test's end (./lab test is no grading run), so it is graded on CTest's verdicts (--ctest-verdicts);
+#   3. the grader cannot be fooled: known cheating submissions score 0 on what they attack and leave the
+#      other exercises their points; SIGTERM stops a grade at once (scripts/ci/check-cheats.sh).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+source scripts/driver/common.sh
+
+verify() {  # verify RESULTS_JSON JUNIT stubs|solutions
+  python3 - "$@" <<'PY'
+import json, re, sys, xml.etree.ElementTree as ET
+results, junit, variant = sys.argv[1:]
+data = json.load(open(results))
+assert isinstance(data.get("score"), (int, float)), "results.json: no numeric top-level score"
+tests = data.get("tests")
+assert tests, "results.json: no tests[]"
+for t in tests:
+    missing = {"name", "score", "max_score", "status", "output"} - t.keys()
+    assert not missing, f"results.json: test {t.get('name')} lacks {sorted(missing)}"
+    assert t["status"] in ("passed", "failed"), t
+# Graded tests only (suites LabNN_<exercise>): ./lab test's file holds every test of the suite.
+cases = [c for c in ET.parse(junit).getroot().iter("testcase") if re.match(r"Lab\d\d_", c.get("name", ""))]
+assert cases, f"{junit}: no graded test (LabNN_*) in it"
+failed = [c for c in cases if c.find("failure") is not None or c.get("status") == "fail"]
+skipped = [c for c in cases if c.find("skipped") is not None or c.get("status") in ("notrun", "disabled")]
+passed = len(cases) - len(failed) - len(skipped)
+parts = [t for t in tests if t["name"].endswith(": predictions")]
+assert parts, "results.json: no lab has a predictions part"
+right = sum(t["score"] for t in parts)
+asked = sum(t["max_score"] for t in parts)
+print(f"{variant}: predictions {right:g} of {asked:g} points over {len(parts)} labs")
+speed = [t for t in tests if t["name"].endswith("_speed")]
+print(f"{variant}: speed " + (", ".join(f"{t['name']} {t['score']:g}/{t['max_score']:g}" for t in speed) or "none graded"))
+if variant == "stubs":
+    assert right == 0 and asked > 0, "the blank predictions earn points"
+else:
+    # A machine-independent answer (bytes, counts, values) is the same on every machine: the reference must
+    # be right on each. A machine-dependent one (a band around, or a side of, this run's measurement) was
+    # answered for the 2-core machine the suite is kept on, quiet; a busier run or another CPU may move it
+    # out of its band, so it is compared and counted here, not required.
+    sys.path.insert(0, "scripts/driver")
+    import predictions
+    wrong, dependent_off = [], []
+    for path in sorted(__import__("glob").glob("solutions/*/predictions.toml")):
+        lab = path.split("/")[1][:2]
+        report, where = predictions.measured_run(lab)
+        for q in predictions.read(path):
+            status, measured, detail = predictions.compare(q, report)
+            if status == "unmeasured" and "could not decide" in detail:
+                continue  # a busy CI run's undecided observation grades no prediction, the reference's included
+            if q.machine_dependent:
+                if status != "ok":
+                    dependent_off.append(f"lab {lab} {q.name}: {status} ({detail}) against {where}")
+            elif status != "ok":
+                wrong.append(f"lab {lab} {q.name}: {status} ({detail}) against {where}")
+    assert not wrong, "the reference predictions miss machine-independent answers: " + "; ".join(wrong)
+    print(f"{variant}: machine-dependent reference answers outside their band on this run: {len(dependent_off)}")
+    for line in dependent_off:
+        print("  " + line)
+    right = asked = 0  # their points are checked above, question by question
+    tests = [t for t in tests if t not in parts]
+graded = [t for t in tests if t["max_score"] > 0]
+total = sum(t["max_score"] for t in graded)
+earned = sum(t["score"] for t in graded)
+print(f"{variant}: {len(cases)} graded tests: {passed} passed, {len(failed)} failed, {len(skipped)} skipped; "
+      f"score {earned:g} of {total:g} over {len(graded)} exercises graded here")
+if variant == "stubs":
+    assert passed == 0, f"{passed} graded tests pass without the student's code"
+    assert data["score"] == 0, "the stubs earn points"
+else:
+    assert not failed, "the reference solutions fail graded tests: " + ", ".join(c.get("name") for c in failed)
+    assert earned == total > 0, "the reference solutions do not get full points: " + ", ".join(
+        f'{t["name"]} {t["score"]:g}/{t["max_score"]:g}' for t in graded if t["score"] != t["max_score"])
+PY
+}
+
+echo "check-grading: the labs/ stubs"
+./lab grade --out build-student/grade-stubs >/dev/null
+verify build-student/grade-stubs/results.json build-student/grade-stubs/junit.xml stubs
+
+echo "check-grading: the reference solutions, from ./lab test's run (build/ctest-junit.xml)"
+junit="$root/build/ctest-junit.xml"
+[[ -f "$junit" ]] || die "no $junit: run ./lab test first (it writes that file)"
+mapfile -t ids < <(for points in tests/lab[0-9][0-9]/points.tsv; do basename "$(dirname "$points")" | cut -c4-5; done)
+out="$root/build/grade-solutions"
+rm -rf "$out" && mkdir -p "$out"
+# The reference predictions (solutions/NN_topic/predictions.toml) in place of the blank ones.
+SPEEDLABS_PREDICTIONS_DIR="$root/solutions" python3 scripts/driver/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
+verify "$out/results.json" "$junit" solutions
+
+bash scripts/ci/check-cheats.sh

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# CI's check of the code's shape (README, "Keeping the shape"): every C++ and CUDA source formatted as
+# .clang-format says, no function in labs/, common/, datasets/ or solutions/ longer than 80 lines (lizard,
+# from PyPI, in its own venv under .cache/) and no source file there longer than 450 lines.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+git ls-files -z '*.cpp' '*.h' '*.cu' | xargs -0 clang-format --dry-run -Werror
+echo "clang-format: every source as .clang-format says"
+
+venv="$root/.cache/lizard-venv"
+if ! [[ -x "$venv/bin/lizard" ]]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q lizard
+fi
+# -L 80: a function longer than 80 lines is a warning; -C 1000: complexity is not judged here; -w: warnings only,
+# and a non-zero exit when there is one.
+"$venv/bin/lizard" -L 80 -C 1000 -w labs common datasets solutions
+echo "lizard: no function longer than 80 lines"
+
+long=0
+while IFS= read -r -d '' file; do
+  lines=$(wc -l <"$file")
+  if ((lines > 450)); then
+    echo "$file: $lines lines (at most 450: split it along a real seam)" >&2
+    long=1
+  fi
+done < <(git ls-files -z labs common datasets solutions | grep -z -E '\.(cpp|h|cu)$')
+((long == 0)) || exit 1
+echo "file length: no source file longer than 450 lines"
