@@ -16,6 +16,15 @@ inline std::string fixed(double value, int digits) {
   return text.str();
 }
 
+/// @p value in scientific notation with @p digits digits after the point: scientific(0.0001, 1) is "1.0e-04".
+/// @param value  the number
+/// @param digits digits after the decimal point
+inline std::string scientific(double value, int digits) {
+  std::ostringstream text;
+  text << std::scientific << std::setprecision(digits) << value;
+  return text.str();
+}
+
 /// Bytes in a mebibyte (2^20): the labs' memory columns and observations are in MiB.
 inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 

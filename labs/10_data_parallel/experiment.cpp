@@ -21,6 +21,7 @@ namespace lab10 {
 namespace {
 
 using speedlabs::fixed;
+using speedlabs::scientific;
 
 // Tolerances of the loss comparisons, relative to the loss (about 10.8 at the start).
 // One worker sums the gradient over B*T positions inside each matmul; N workers sum over B*T/N each and
@@ -90,12 +91,6 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
   return worst;
-}
-
-std::string scientific(double value) {
-  std::ostringstream out;
-  out << std::scientific << std::setprecision(2) << value;
-  return out.str();
 }
 
 }  // namespace
@@ -225,7 +220,7 @@ void check_same_training(const Config& config, const Measured& jobs, speedlabs::
                workers + " with a global batch of " + std::to_string(config.batch) +
                    " give the losses of one worker with that batch, step by step",
                {{"max_relative_difference", vs_one}, {"steps", config.steps}},
-               "<= " + scientific(kLossRtol) + " (float32 sums in another order)", vs_one <= kLossRtol);
+               "<= " + scientific(kLossRtol, 2) + " (float32 sums in another order)", vs_one <= kLossRtol);
 
   const auto all_true = [](const std::vector<bool>& v) {
     return std::all_of(v.begin(), v.end(), [](bool b) { return b; });
@@ -240,7 +235,7 @@ void check_same_training(const Config& config, const Measured& jobs, speedlabs::
                "all-reducing buckets from gradient hooks during backward gives the losses of one all-reduce per "
                "gradient after backward",
                {{"max_relative_difference", vs_naive}, {"buckets", jobs.many.buckets}, {"bucket_mb", config.bucket_mb}},
-               "<= " + scientific(kLossRtol), vs_naive <= kLossRtol);
+               "<= " + scientific(kLossRtol, 2), vs_naive <= kLossRtol);
 }
 
 // The part of one all-reduce of every gradient (measured alone) that the bucketed step did not spend inside
@@ -314,7 +309,7 @@ void check_accumulation(const Config& config, const JobResult& one, speedlabs::R
                {{"max_grad_difference_over_max_grad", grad_error},
                 {"loss_large", acc.at("loss_large")},
                 {"loss_accumulated", acc.at("loss_accumulated")}},
-               "<= " + scientific(kGradRtol), grad_error <= kGradRtol);
+               "<= " + scientific(kGradRtol, 2), grad_error <= kGradRtol);
 }
 
 // Per round: one worker's median step over N workers' (the same global batch per step), i.e. tokens/s of N

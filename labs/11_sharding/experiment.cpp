@@ -22,6 +22,7 @@ namespace lab11 {
 namespace {
 
 using speedlabs::fixed;
+using speedlabs::scientific;
 
 // The losses of N workers against one worker's, relative. The same float32 terms are summed in another order
 // (each worker's B/N rows, then the all-reduce or reduce-scatter adds the N partial sums; the token
@@ -54,12 +55,6 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
 // The steps after the first (allocation and first-touch costs), summarised.
 speedlabs::Summary after_first_step(const std::vector<double>& values) {
   return speedlabs::summarize_samples(std::vector<double>(values.begin() + (values.size() > 1 ? 1 : 0), values.end()));
-}
-
-std::string scientific(double value) {
-  std::ostringstream out;
-  out << std::scientific << std::setprecision(1) << value;
-  return out.str();
 }
 
 // Starts @p workers workers training @p stages.
@@ -208,7 +203,7 @@ void observe_training(const Config& config, const Jobs& jobs, speedlabs::Report&
   report.check(
       "same_losses_as_one_worker",
       "at every stage, " + jobs.workers() + " give the losses of one worker with the whole batch, step by step", losses,
-      "<= " + scientific(kLossRtol) + " relative at every stage (float32 sums in another order)", losses_hold);
+      "<= " + scientific(kLossRtol, 1) + " relative at every stage (float32 sums in another order)", losses_hold);
   report.check("weights_stay_in_sync",
                "at stages 0-2, after every step every worker's full weights are bit-for-bit the same (stage 3 keeps "
                "disjoint shards at rest: its losses show it right)",

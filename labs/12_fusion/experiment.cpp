@@ -21,6 +21,7 @@
 namespace lab12 {
 
 using speedlabs::fixed;
+using speedlabs::scientific;
 
 Config quick_config() {
   Config config;
@@ -45,12 +46,6 @@ int64_t extra_peak_bytes(const std::function<void()>& call, const c10::Device& d
   call();
   speedlabs::synchronize(device);
   return speedlabs::peak_memory_bytes(device).value_or(0) - before;
-}
-
-std::string sci(double value, int digits) {
-  std::ostringstream out;
-  out << std::scientific << std::setprecision(digits) << value;
-  return out.str();
 }
 
 speedlabs::TimingOptions timing_options(const Config& config) {
@@ -199,17 +194,18 @@ void observe_parity(const Config& config, const Results& r, const speedlabs::gpt
     const double grad_limit = f32 ? kGradRtolFloat : kGradRtolBf16;
     grads_hold = grads_hold && p.hidden_grad_error <= grad_limit && p.weight_grad_error <= grad_limit;
   }
-  report.check(
-      "chunked_loss_matches", "the chunked head's loss equals libtorch's linear + cross_entropy at " + where, losses,
-      "relative error <= " + sci(kLossRtolFloat, 0) + " in float32, <= " + sci(kLossRtolBf16, 0) + " in bfloat16",
-      losses_hold);
+  report.check("chunked_loss_matches", "the chunked head's loss equals libtorch's linear + cross_entropy at " + where,
+               losses,
+               "relative error <= " + scientific(kLossRtolFloat, 0) +
+                   " in float32, <= " + scientific(kLossRtolBf16, 0) + " in bfloat16",
+               losses_hold);
   report.check("chunked_grads_match",
                "the chunked backward's gradients of the hidden states and of the weight equal autograd's through "
                "libtorch's linear + cross_entropy at " +
                    where,
                grads,
-               "max |difference| / max |plain| <= " + sci(kGradRtolFloat, 0) +
-                   " in float32, <= " + sci(kGradRtolBf16, 0) + " in bfloat16",
+               "max |difference| / max |plain| <= " + scientific(kGradRtolFloat, 0) +
+                   " in float32, <= " + scientific(kGradRtolBf16, 0) + " in bfloat16",
                grads_hold);
 }
 
@@ -269,20 +265,20 @@ void observe_gpt_step(const Config& config, const Results& r, const speedlabs::g
   }
   const int64_t logits_bytes = config.batch * config.seq * model.vocab_size * 4;
   const int64_t saved = r.plain_gpt_peak - r.chunked_gpt_peak;
-  report.check(
-      "gpt_step_with_chunked_head",
-      "lab 05's GPT-2 (" + config.model + ", float32, AdamW) trained " + std::to_string(config.gpt_steps) +
-          " steps at B = " + std::to_string(config.batch) + ", T = " + std::to_string(config.seq) +
-          " with the chunked head gives the plain head's losses, with a steady step's peak lower by at "
-          "least the logits' size",
-      {{"plain_losses", r.plain_gpt_losses},
-       {"chunked_losses", r.chunked_gpt_losses},
-       {"max_loss_difference", worst},
-       {"plain_peak_MiB", speedlabs::to_mib(static_cast<double>(r.plain_gpt_peak))},
-       {"chunked_peak_MiB", speedlabs::to_mib(static_cast<double>(r.chunked_gpt_peak))},
-       {"logits_MiB", speedlabs::to_mib(static_cast<double>(logits_bytes))}},
-      "|loss difference| <= " + sci(kGptLossAtol, 0) + " per step; plain peak - chunked peak >= B x T x V x 4 bytes",
-      worst <= kGptLossAtol && saved >= logits_bytes);
+  report.check("gpt_step_with_chunked_head",
+               "lab 05's GPT-2 (" + config.model + ", float32, AdamW) trained " + std::to_string(config.gpt_steps) +
+                   " steps at B = " + std::to_string(config.batch) + ", T = " + std::to_string(config.seq) +
+                   " with the chunked head gives the plain head's losses, with a steady step's peak lower by at "
+                   "least the logits' size",
+               {{"plain_losses", r.plain_gpt_losses},
+                {"chunked_losses", r.chunked_gpt_losses},
+                {"max_loss_difference", worst},
+                {"plain_peak_MiB", speedlabs::to_mib(static_cast<double>(r.plain_gpt_peak))},
+                {"chunked_peak_MiB", speedlabs::to_mib(static_cast<double>(r.chunked_gpt_peak))},
+                {"logits_MiB", speedlabs::to_mib(static_cast<double>(logits_bytes))}},
+               "|loss difference| <= " + scientific(kGptLossAtol, 0) +
+                   " per step; plain peak - chunked peak >= B x T x V x 4 bytes",
+               worst <= kGptLossAtol && saved >= logits_bytes);
 }
 
 // Gnuplot's datablock: B x T, then the plain and the chunked extra peak in MiB.

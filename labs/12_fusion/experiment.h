@@ -84,10 +84,6 @@ struct Results {
   double memory_roof = 0;                  ///< bytes/s: lab 07's memory roof of this device
 };
 
-/// @p value in scientific notation with @p digits digits after the point: "1e-05" for (1e-5, 0), as the claims
-/// print their tolerances.
-std::string sci(double value, int digits);
-
 /// The options of the interleaved timings: the config's warm-up and rounds, up to three times more rounds
 /// while the samples scatter, within 10 s.
 speedlabs::TimingOptions timing_options(const Config& config);

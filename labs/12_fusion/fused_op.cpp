@@ -14,6 +14,7 @@
 namespace lab12 {
 
 using speedlabs::fixed;
+using speedlabs::scientific;
 
 namespace {
 
@@ -64,7 +65,7 @@ void observe_fused_matches(const Config& config, const Results& r, const c10::De
   const std::string how = device.is_cpu() ? "one Eigen expression per row (CPU)" : "the CUDA kernel";
   report.check("fused_matches_unfused",
                "bias + GELU(tanh) fused by hand (" + how + ") equals libtorch's gelu(x + bias) on " + shape,
-               {{"max_abs_error", r.fused_max_error}}, "max |difference| <= " + sci(kFusedAtol, 0),
+               {{"max_abs_error", r.fused_max_error}}, "max |difference| <= " + scientific(kFusedAtol, 0),
                r.fused_max_error <= kFusedAtol);
 }
 
