@@ -120,6 +120,19 @@ def with_answers(folder, lab, source):
     return Path(folder) / name / "predictions.toml"
 
 
+def machine_dependent(lab):
+    """The names of lab @p lab's reference questions answered against this run's measurement (a band around it,
+    or a side of it): a busy or another machine may move the measurement out of the reference's band, as
+    scripts/ci/check-grading.sh counts them, so only these may read "off" for the reference."""
+    path = next(ROOT.glob(f"solutions/{lab}_*/predictions.toml"))
+    return {q.name for q in predictions.read(path) if q.machine_dependent}
+
+
+def off_names(lines):
+    """The question names of the "PREDICT off" lines among @p lines."""
+    return {l.split()[2] for l in lines if l.strip().startswith("PREDICT off")}
+
+
 class CheckAndGrade(unittest.TestCase):
     def setUp(self):
         self.folder = tempfile.TemporaryDirectory()
@@ -150,12 +163,14 @@ class CheckAndGrade(unittest.TestCase):
         self.assertEqual(len(blank), len(predictions.read(ROOT / "labs/01_vectorize/predictions.toml")), lines)
         self.assertTrue(all(i > exercise for i in blank))
 
-    def test_the_reference_answers_are_all_ok(self):
+    def test_the_reference_answers_are_ok_unless_this_run_moved_a_band(self):
         for lab in LABS:
             with self.subTest(lab=lab):
                 with_answers(self.dir / "mine", lab, "solutions")
                 lines = [l for l in self.check(lab) if "PREDICT" in l]
-                self.assertTrue(lines and all(l.strip().startswith(("PREDICT ok", "PREDICT -")) for l in lines), lines)
+                listed = [l for l in lines if l.strip().startswith(("PREDICT ok", "PREDICT -", "PREDICT off"))]
+                self.assertTrue(lines and listed == lines, lines)
+                self.assertLessEqual(off_names(lines), machine_dependent(lab), lines)
 
     def test_a_wrong_answer_says_by_how_much(self):
         path = with_answers(self.dir / "mine", "02", "solutions")
@@ -185,12 +200,18 @@ class CheckAndGrade(unittest.TestCase):
             with_answers(self.dir / "mine", lab, "solutions")
         results, root = self.grade(LABS)
         parts = [t for t in results["tests"] if t["name"].endswith(": predictions")]
-        # Every question compared is right; a lab whose run could not decide its observations (a busy machine)
-        # has fewer, or none, to compare.
-        self.assertTrue(all(t["score"] == t["max_score"] for t in parts), parts)
+        # Every question compared is right, but for a band answer this run's measurement moved; a lab whose run
+        # could not decide its observations (a busy machine) has fewer, or none, to compare.
+        moved = set()
+        for t in parts:
+            lab, off = t["name"][4:6], off_names(t["output"].splitlines())
+            self.assertLessEqual(off, machine_dependent(lab), t)
+            self.assertTrue(t["score"] == t["max_score"] or off, t)
+            moved |= {f"Lab{lab}_predictions.{name}" for name in off}
         self.assertGreater(sum(t["max_score"] for t in parts), 0, parts)
         cases = [c for c in root.iter("testcase") if "_predictions." in c.get("name")]
-        self.assertTrue(cases and all(c.find("failure") is None for c in cases))
+        failed = {c.get("name") for c in cases if c.find("failure") is not None}
+        self.assertTrue(cases and failed <= moved, failed - moved)
 
     def test_zero_points_per_question_turns_predictions_off(self):
         with mock.patch.object(grade, "prediction_points", lambda: 0):
