@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "common/format.h"
 
@@ -46,6 +48,10 @@ ContentionProbe::Counters ContentionProbe::now() {
 ContentionProbe::ContentionProbe() : start_(now()) {}
 
 Contention ContentionProbe::read() const {
+  // A window shorter than /proc/stat's ticks can resolve is lengthened by waiting, never read as quiet: this
+  // process is idle meanwhile, so what the rest of the machine used is read over a readable window.
+  const double short_by = Contention::kShortestReadableS - (now().wall_s - start_.wall_s);
+  if (short_by > 0) std::this_thread::sleep_for(std::chrono::duration<double>(short_by));
   const Counters end = now();
   Contention c;
   c.wall_s = end.wall_s - start_.wall_s;
@@ -64,9 +70,18 @@ Contention ContentionProbe::read() const {
 bool Contention::busy() const { return !why_busy().empty(); }
 
 std::string Contention::why_busy() const {
-  if (wall_s < kShortestReadableS) return "";
+  if (wall_s < kShortestReadableS) {
+    return "the window (" + fixed(1e3 * wall_s, 1) + " ms) was too short to read how busy the machine was";
+  }
   if (others_cores <= kBusyOthersCores) return "";
   return "other processes used " + fixed(others_cores, 2) + " of " + std::to_string(cores) + " cores meanwhile";
+}
+
+double Contention::worst_slowdown() const {
+  if (!busy()) return 1;
+  if (wall_s < kShortestReadableS || others_cores >= cores) return INFINITY;
+  // The others' CPU comes out of the cores this thread could run on; it keeps at least the rest of them.
+  return cores / (cores - others_cores);
 }
 
 nlohmann::json Contention::to_json() const {
@@ -75,7 +90,8 @@ nlohmann::json Contention::to_json() const {
           {"others_cores", others_cores},
           {"preemptions_per_s", preemptions_per_s},
           {"cores", cores},
-          {"busy", busy()}};
+          {"busy", busy()},
+          {"worst_slowdown", std::isfinite(worst_slowdown()) ? nlohmann::json(worst_slowdown()) : nlohmann::json()}};
 }
 
 }  // namespace speedlabs

@@ -25,14 +25,20 @@ struct Contention {
   /// Other processes may use up to this many cores' worth of CPU before the machine counts as busy: a
   /// background daemon's tick stays well under it, a second program computing does not.
   static constexpr double kBusyOthersCores = 0.5;
-  /// Windows shorter than this are too short for /proc/stat's 10 ms ticks to say anything.
+  /// Windows shorter than this are too short for /proc/stat's 10 ms ticks to say anything: a probe lengthens
+  /// them, and a reading of one made otherwise counts as busy.
   static constexpr double kShortestReadableS = 0.05;
 
-  /// True when the window was long enough to read and other processes used the CPU meanwhile.
+  /// True when other processes used the CPU meanwhile, or the window was too short to read whether they did.
   bool busy() const;
+  /// How many times slower the other programs can have made one CPU-bound thread of this process: 1 on a
+  /// quiet machine, cores / (cores - others) on a busy one (the others' CPU taken from the cores this
+  /// thread could run on), infinite when they used every core or the window could not be read.
+  double worst_slowdown() const;
   /// Why the machine counts as busy, in words ("" when it does not).
   std::string why_busy() const;
-  /// {"wall_s", "process_cores", "others_cores", "preemptions_per_s", "cores", "busy"}
+  /// {"wall_s", "process_cores", "others_cores", "preemptions_per_s", "cores", "busy", "worst_slowdown"}
+  /// (worst_slowdown null when unbounded)
   nlohmann::json to_json() const;
 };
 
@@ -40,7 +46,9 @@ struct Contention {
 class ContentionProbe {
  public:
   ContentionProbe();
-  /// The reading from construction until now.
+  /// The reading from construction until now, or until Contention::kShortestReadableS after construction when
+  /// that is later: a shorter window is lengthened by waiting (this process idle meanwhile), so the others' CPU
+  /// is always read over a window long enough to say something.
   Contention read() const;
 
  private:

@@ -32,17 +32,42 @@ std::string percent(double share) { return std::isfinite(share) ? fixed(100 * sh
 
 }  // namespace
 
+std::string load_effect_name(LoadEffect load) {
+  static const EnumNames<LoadEffect> names("load effect", {{LoadEffect::unknown, "unknown"},
+                                                           {LoadEffect::ratio, "ratio"},
+                                                           {LoadEffect::time, "time"},
+                                                           {LoadEffect::rate, "rate"}});
+  return names.name(load);
+}
+
 nlohmann::json Evidence::to_json() const {
   nlohmann::json limits = nlohmann::json::array();
   for (const auto& b : bounds) {
     limits.push_back({{"what", b.what}, {"value", b.value}, {"low", b.low}, {"high", b.high}, {"broken", b.broken()}});
   }
-  return {{"value", value.to_json()},
-          {"contention", contention.to_json()},
-          {"bounds", limits},
-          {"max_spread", max_spread},
-          {"min_samples", min_samples}};
+  return {{"value", value.to_json()}, {"contention", contention.to_json()}, {"bounds", limits},
+          {"max_spread", max_spread}, {"min_samples", min_samples},         {"load", load_effect_name(load)}};
 }
+
+namespace {
+
+// The interval [low, high] the value can have had on a quiet machine, given that other programs can have
+// slowed a CPU-bound side by up to @p slowdown (1: not at all).
+void widen_for_load(LoadEffect load, double slowdown, double& low, double& high) {
+  if (slowdown <= 1) return;
+  if (load == LoadEffect::ratio || load == LoadEffect::time) low /= slowdown;  // the slowed side sped up
+  if (load == LoadEffect::ratio || load == LoadEffect::rate) high *= slowdown;
+}
+
+// "the machine was busy (...): one CPU-bound side can have run up to 2.1x slower", or unbounded.
+std::string load_text(const Contention& contention) {
+  const double slowdown = contention.worst_slowdown();
+  return "the machine was busy: " + contention.why_busy() +
+         (std::isfinite(slowdown) ? "; a CPU-bound side can have run up to " + fixed(slowdown, 2) + "x slower"
+                                  : "; no bound on how much slower a side ran");
+}
+
+}  // namespace
 
 Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason) {
   const Summary& v = evidence.value;
@@ -58,19 +83,27 @@ Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double
              " a spread needs";
     return Verdict::inconclusive;
   }
-  if (evidence.contention.busy()) {
+  const bool busy = evidence.contention.busy();
+  if (busy && evidence.load == LoadEffect::unknown) {
     reason = "the machine was busy: " + evidence.contention.why_busy();
     return Verdict::inconclusive;
   }
-  if (!(v.spread() <= evidence.max_spread)) {
-    reason = "the samples scatter by " + percent(v.spread()) + " (interquartile range over median), more than " +
-             percent(evidence.max_spread);
-    return Verdict::inconclusive;
+  // The middle half of the samples decides; when they scatter, only what every sample agrees on does.
+  const bool scattered = !(v.spread() <= evidence.max_spread);
+  double low = scattered ? v.min : v.q1, high = scattered ? v.max : v.q3;
+  widen_for_load(evidence.load, evidence.contention.worst_slowdown(), low, high);
+  const bool at_low = rule(low), at_middle = rule(v.median), at_high = rule(high);
+  if (at_low && at_middle && at_high) return Verdict::holds;
+  if (!at_low && !at_middle && !at_high) return Verdict::fails;
+  const std::string range = "[" + number(low) + ", " + number(high) + "]";
+  if (busy) {
+    reason = load_text(evidence.contention) + ", so the value lies anywhere in " + range + ", across the expectation";
+  } else if (scattered) {
+    reason = "the samples scatter by " + percent(v.spread()) + " (interquartile range over median, more than " +
+             percent(evidence.max_spread) + ") and range over " + range + ", across the expectation";
+  } else {
+    reason = "the expectation lies within the measured spread " + range;
   }
-  const bool low = rule(v.q1), middle = rule(v.median), high = rule(v.q3);
-  if (low && middle && high) return Verdict::holds;
-  if (!low && !middle && !high) return Verdict::fails;
-  reason = "the expectation lies within the measured spread [" + number(v.q1) + ", " + number(v.q3) + "]";
   return Verdict::inconclusive;
 }
 

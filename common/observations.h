@@ -39,21 +39,37 @@ struct Bound {
   bool broken() const { return !(value >= low && value <= high); }
 };
 
+/// How other programs on the machine can have moved the value a claim is decided on. A busy run still
+/// decides when the verdict is the same at the worst the load could have done (Contention::worst_slowdown).
+enum class LoadEffect {
+  unknown,  ///< no bound is known: a busy machine cannot decide
+  ratio,    ///< a ratio of two CPU-bound sides timed interleaved: the load may have slowed either side alone
+  time,     ///< a CPU-bound duration: the load can only have lengthened it
+  rate,     ///< a CPU-bound rate (work per second): the load can only have lowered it
+};
+
+/// "unknown", "ratio", "time", "rate".
+std::string load_effect_name(LoadEffect load);
+
 /// What a timed verdict rests on.
 struct Evidence {
   Summary value;              ///< the samples of the quantity the claim is decided on (e.g. per-round ratios)
   Contention contention;      ///< how busy the machine was while they were measured
   std::vector<Bound> bounds;  ///< limits every number derived from them must respect
-  double max_spread = 0.25;   ///< a wider relative interquartile range cannot decide
+  double max_spread = 0.25;   ///< above this relative interquartile range only every sample together decides
   int min_samples = 3;        ///< fewer samples have no spread worth the name
-  /// {"value": summary, "contention": ..., "bounds": [...], "max_spread", "min_samples"}
+  LoadEffect load = LoadEffect::unknown;  ///< how a busy machine can have moved the value
+  /// {"value": summary, "contention": ..., "bounds": [...], "max_spread", "min_samples", "load"}
   nlohmann::json to_json() const;
 };
 
-/// The verdict @p evidence supports for a claim stated as @p rule on the value: inconclusive (with
-/// @p reason set) when there are too few samples, a bound is broken, the machine was busy or the spread is
-/// above its limit; otherwise holds when the rule holds at the median and both quartiles, fails when it
-/// fails at all three, and inconclusive when the expectation lies within the measured spread.
+/// The verdict @p evidence supports for a claim stated as @p rule on the value: inconclusive (with @p reason
+/// set) when there are too few samples or a bound is broken; otherwise holds when the rule holds at the
+/// median and at both ends of the range the quiet value can lie in, fails when it fails at all three, and
+/// inconclusive when the expectation lies within that range. The range is the quartiles, or every sample
+/// (min to max) when the spread is above its limit; on a busy machine it is widened by how far the load can
+/// have moved the value (Evidence::load, Contention::worst_slowdown), and a busy run whose load effect is
+/// unknown cannot decide. So a 142x against a 3x rule decides beside another program; a 3.1x does not.
 Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason);
 
 /// One claim a lab checks on this machine.

@@ -67,6 +67,7 @@ speedlabs::Evidence timing_evidence(const speedlabs::TimingStats& t, const speed
   e.contention = contention;
   e.bounds = {{"fastest call (ms)", t.min_ms, 0.0, t.median_ms},
               {"slowest call (ms)", t.max_ms, t.median_ms, INFINITY}};
+  e.load = speedlabs::LoadEffect::time;
   return e;
 }
 
@@ -75,6 +76,7 @@ speedlabs::Evidence ratio_evidence(const speedlabs::Summary& ratio, const speedl
   e.value = ratio;
   e.contention = contention;
   e.bounds = {{"time ratio", ratio.median, 0.0, INFINITY}};
+  e.load = speedlabs::LoadEffect::ratio;
   return e;
 }
 

@@ -7,19 +7,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 #include <vector>
 
 #include "common/contention.h"
+#include "tests/support/spin.h"
 
 namespace {
 
-// Keeps the calling thread on the CPU for @p seconds.
-void spin_for(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  volatile double x = 0;
-  while (std::chrono::steady_clock::now() < end) x = x + 1;
-}
+using speedlabs::testing::spin_for;
 
 // The CPU seconds the calling thread has used. The tests compare the probe's reading with it rather than with
 // the wall clock: ctest runs other tests beside this one, so how much of a core a thread gets is not theirs to
@@ -77,7 +74,7 @@ TEST(Contention, SeesACompetingThread) {
       << c.to_json().dump() << " measuring " << measuring_s << " s";
 }
 
-TEST(Contention, BusyOnlyWhenOthersUseTheMachineLongEnough) {
+TEST(Contention, BusyWhenOthersUseTheMachineOrTheWindowIsTooShortToRead) {
   speedlabs::Contention c;
   c.cores = 2;
   c.wall_s = 1.0;
@@ -86,8 +83,10 @@ TEST(Contention, BusyOnlyWhenOthersUseTheMachineLongEnough) {
   c.others_cores = 0.9;
   EXPECT_TRUE(c.busy());
   EXPECT_NE(c.why_busy().find("0.90 of 2 cores"), std::string::npos) << c.why_busy();
-  c.wall_s = 0.01;  // shorter than /proc/stat's ticks can resolve
-  EXPECT_FALSE(c.busy());
+  c.wall_s = 0.01;  // shorter than /proc/stat's ticks can resolve: nothing says the machine was quiet
+  c.others_cores = 0;
+  EXPECT_TRUE(c.busy());
+  EXPECT_NE(c.why_busy().find("too short"), std::string::npos) << c.why_busy();
   c.wall_s = 1.0;
   c.others_cores = -1;  // not readable on this system
   EXPECT_FALSE(c.busy());
@@ -113,4 +112,28 @@ TEST(Contention, AnotherProcessComputingMakesTheMachineBusy) {
   for (pid_t pid : children) waitpid(pid, nullptr, 0);
   if (c.others_cores < 0) GTEST_SKIP() << "no /proc/stat on this system";
   EXPECT_TRUE(c.busy()) << c.to_json().dump();
+}
+
+TEST(Contention, TheWorstSlowdownComesFromTheCoresTheOthersLeft) {
+  speedlabs::Contention c;
+  c.cores = 2;
+  c.wall_s = 1.0;
+  c.others_cores = 0.2;  // quiet: background ticks, which the samples' spread already carries
+  EXPECT_EQ(c.worst_slowdown(), 1.0);
+  c.others_cores = 1.0;  // one of two cores taken: a CPU-bound side keeps at least the other one
+  EXPECT_DOUBLE_EQ(c.worst_slowdown(), 2.0);
+  c.others_cores = 1.5;
+  EXPECT_DOUBLE_EQ(c.worst_slowdown(), 4.0);
+  c.others_cores = 2.0;  // every core taken: no bound
+  EXPECT_TRUE(std::isinf(c.worst_slowdown()));
+  c.others_cores = 0;
+  c.wall_s = 0.01;  // unreadable: no bound either
+  EXPECT_TRUE(std::isinf(c.worst_slowdown()));
+}
+
+TEST(Contention, AShortWindowIsLengthenedUntilItCanBeRead) {
+  const speedlabs::ContentionProbe probe;
+  const auto c = probe.read();  // at once: far shorter than the ticks of /proc/stat
+  EXPECT_GE(c.wall_s, speedlabs::Contention::kShortestReadableS);
+  EXPECT_EQ(c.why_busy().find("too short"), std::string::npos) << c.why_busy();
 }
