@@ -59,6 +59,22 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The words a side_of question offers ("above or below 1?", "more or less than 10x?"), for the side above its
+// pivot and the side at or below it.
+const char* const kAboveWords[] = {"above", "more", "higher", "greater"};
+const char* const kBelowWords[] = {"below", "less", "lower", "fewer"};
+
+// true: an answer word for above the pivot; false: for below; nullopt: not one of the words.
+std::optional<bool> side_word(const nlohmann::json& answer) {
+  if (!answer.is_string()) return std::nullopt;
+  const std::string word = lower(answer.get<std::string>());
+  for (const char* w : kAboveWords)
+    if (word == w) return true;
+  for (const char* w : kBelowWords)
+    if (word == w) return false;
+  return std::nullopt;
+}
+
 std::string share(double x) {
   std::ostringstream s;
   s << std::setprecision(2) << 100 * x << "%";
@@ -196,6 +212,22 @@ nlohmann::json measured_field(const nlohmann::json& measured, const std::string&
   return *value;
 }
 
+Comparison compare_side(const nlohmann::json& answer, double measured, double pivot) {
+  Comparison c;
+  c.measured = measured;
+  c.status = Comparison::Status::off;
+  const auto above = side_word(answer);
+  if (!above) {
+    c.detail = "answer a number, or above or below (more or less) " + text_of(pivot);
+    return c;
+  }
+  const bool measured_above = measured > pivot;
+  if (*above == measured_above) c.status = Comparison::Status::close;
+  c.detail = std::string(*above == measured_above ? "same" : "other") + " side of " + text_of(pivot) + ": measured " +
+             (measured_above ? "above" : "at or below") + " it";
+  return c;
+}
+
 Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& measured, const Tolerance& tolerance) {
   Comparison c;
   c.measured = measured;
@@ -206,6 +238,7 @@ Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& me
     return c;
   }
   const auto a = number_of(answer), m = number_of(measured);
+  if (tolerance.kind == Tolerance::Kind::side_of && m && !a) return compare_side(answer, *m, tolerance.value);
   auto verdict = [&](bool close, std::string detail) {
     c.status = close ? Comparison::Status::close : Comparison::Status::off;
     c.detail = std::move(detail);
@@ -287,9 +320,13 @@ void print_predictions(std::ostream& out, const PredictionFile& file, const Repo
     const char* mark = c.status == Comparison::Status::close ? "close"
                        : c.status == Comparison::Status::off ? "OFF"
                                                              : "-";
-    out << std::left << std::setw(48) << name << std::setw(20) << (text_of(p.answer) + " " + p.unit).substr(0, 19)
-        << std::setw(20) << (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19)
-        << mark << ": " << c.detail << "\n";
+    // A word answer ("more") carries no unit; a number does.
+    const std::string yours = text_of(p.answer) + (number_of(p.answer) ? " " + p.unit : "");
+    out << std::left << std::setw(48) << name << std::setw(20) << yours.substr(0, 19) << std::setw(20)
+        << (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19) << mark << ": "
+        << c.detail << "\n";
+    // The hint explains the measurement, so it comes after the run, never beside the question in the lesson.
+    if (!p.why.empty() && c.status != Comparison::Status::unmeasured) out << "    why: " << p.why << "\n";
   }
   if (blank > 0) {
     out << blank << " of " << file.questions.size() << " questions not answered yet: write your answers in "

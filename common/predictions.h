@@ -31,7 +31,7 @@ struct Prediction {
   std::string field;      ///< a path inside its `measured` ("" for the value itself; "a.b", "list.0")
   std::string question;   ///< the question in words
   std::string unit;       ///< the answer's unit
-  std::string why;        ///< an optional one-line hint
+  std::string why;        ///< an optional line explaining the answer: shown after the run, never giving it away
   nlohmann::json answer;  ///< the student's answer: null while blank; a number, a string or a bool
   Tolerance tolerance;    ///< how close counts
   int line = 0;           ///< where the question starts in the file
@@ -68,8 +68,14 @@ Comparison compare_prediction(const Prediction& p, const Report& report);
 /// The value at @p field inside @p measured, or null when there is none.
 nlohmann::json measured_field(const nlohmann::json& measured, const std::string& field);
 
-/// Compares a filled @p answer with @p measured under @p tolerance (close or off, with by how much).
+/// Compares a filled @p answer with @p measured under @p tolerance (close or off, with by how much). A side_of
+/// question also takes the words it offers: "above", "more", "higher" or "greater" for the side above its pivot,
+/// "below", "less", "lower" or "fewer" for the other (compare_side).
 Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& measured, const Tolerance& tolerance);
+
+/// A word @p answer to a side_of question compared with @p measured: close when it names the measurement's side
+/// of @p pivot; off, saying which words count, when it is none of them.
+Comparison compare_side(const nlohmann::json& answer, double measured, double pivot);
 
 /// The predictions beside the measurements, one row each ("your prediction" and "measured"); nothing when
 /// the file has no question; the error line when it is malformed.

@@ -84,6 +84,9 @@ else:
 PY
 }
 
+# A question's why sits beside the student's blank answer: it must not state the reference answer.
+python3 scripts/driver/predictions.py whys
+
 echo "check-grading: the labs/ stubs"
 ./lab grade --out build-student/grade-stubs >/dev/null
 verify build-student/grade-stubs/results.json build-student/grade-stubs/junit.xml stubs

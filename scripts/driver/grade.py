@@ -290,10 +290,12 @@ class Predicted:
     error: str = ""
 
 
-def predicted(lab):
+def predicted(lab, mine=False):
     """Lab @p lab's predictions: the student's file (in SPEEDLABS_PREDICTIONS_DIR, laid out like labs/, when
-    set: ./lab grade --submission, CI's reference answers; else labs/) against this machine's --quick run of
-    the reference, or the kept run where this machine has none (predictions.measured_run)."""
+    set: ./lab grade --submission, CI's reference answers; else labs/) against, when @p mine (./lab check), the
+    student's own latest run of the lab on this machine, made first if there is none and an answer is filled
+    (predictions.student_run); else this machine's --quick run of the reference, or the kept run where this
+    machine has none (predictions.measured_run)."""
     folder = predictions.lab_folder(lab).name
     result = Predicted(lab)
     official = ROOT / "labs" / folder / "predictions.toml"
@@ -311,7 +313,12 @@ def predicted(lab):
     except predictions.PredictionError as error:
         result.error = str(error)
         return result
-    report, result.where = predictions.measured_run(lab)
+    if not mine:
+        report, result.where = predictions.measured_run(lab)
+    elif any(q.answer is not None for q in questions):
+        report, result.where = predictions.student_run(lab)
+    else:
+        report = None  # every answer blank: nothing to compare, no run to make
     seen = set()
     for q in questions:
         if q.name in result.official and q.name not in seen:
@@ -326,8 +333,10 @@ def prediction_line(q, status, measured, detail):
         return f"  PREDICT blank  {q.name:<40} {q.question}"
     if status == "unmeasured":
         return f"  PREDICT -      {q.name:<40} not compared: {detail}"
-    mine = f"yours {predictions.text(q.answer)}{unit}, measured {predictions.text(measured)}{unit}"
-    return f"  PREDICT {'ok     ' if status == 'ok' else 'off    '}{q.name:<40} {mine}: {detail}"
+    yours = predictions.text(q.answer) + (unit if predictions.number(q.answer) is not None else "")  # "more": no unit
+    mine = f"yours {yours}, measured {predictions.text(measured)}{unit}"
+    why = f"\n                 why: {q.why}" if q.why else ""  # the explanation, after the run
+    return f"  PREDICT {'ok     ' if status == 'ok' else 'off    '}{q.name:<40} {mine}: {detail}{why}"
 
 
 def check(junit, labs, run):
@@ -342,12 +351,12 @@ def check(junit, labs, run):
             if e.failed and e.failed[0][1].startswith("still a stub"):
                 label = "TODO"
             print(f"  {label}  {e.name:<28} {message(e)}")
-        p = predicted(lab)
+        p = predicted(lab, mine=True)
         if p.error:
             print(f"  PREDICT error  {p.error} (the exercises above are checked all the same)")
         for row in p.rows:
             print(prediction_line(*row))
-        if p.rows and any(status in ("ok", "off") for _, status, _, _ in p.rows):
+        if p.rows and any(q.answer is not None for q, *_ in p.rows):
             print(f"  (predictions compared with {p.where})")
     for suite in unknown:
         print(f"  note: graded suite {suite} has no line in its points.tsv", file=sys.stderr)

@@ -10,7 +10,9 @@
     lab_pages.py check                      before the docs are built: every kept run is fresh (made from the
                                             sources as they are now, see fingerprint), every {{run:...}}
                                             placeholder of every page names an id and a field its kept run has,
-                                            and the claims ledger (docs/claims.json) names only observed ids
+                                            every lesson lists its questions ({{questions:NN}}, just before
+                                            "What you should observe"), and the claims ledger (docs/claims.json)
+                                            names only observed ids
     lab_pages.py fingerprint NN             the fingerprint of lab NN's sources now, and what it covers
     lab_pages.py filter FILE                Doxygen's INPUT_FILTER for Markdown: the page as Doxygen should
                                             read it (see filter_page)
@@ -600,9 +602,55 @@ def lab_path_list():
     return "\n".join(lines)
 
 
+# {{questions:NN}}, on a line of its own just before a lesson's "What you should observe": lab NN's questions,
+# written once in labs/NN_topic/predictions.toml (questions_section). Each lab with questions has exactly one.
+QUESTIONS = re.compile(r"^\{\{questions:(?P<lab>\d\d)\}\}$", re.M)
+
+
+def fill_questions(text):
+    """The page with every {{questions:NN}} line outside code replaced by lab NN's questions."""
+    for match in reversed(outside_code(QUESTIONS, text)):
+        folder = lab_folder(match.group("lab"))
+        if folder is None:
+            raise PlaceholderError(f"{match.group(0)}: there is no lab {match.group('lab')}")
+        text = text[:match.start()] + questions_section(folder).rstrip("\n") + text[match.end():]
+    return text
+
+
+def question_problems(path, text=None):
+    """Sentences for each {{questions:...}} of @p path (or of @p text, read as that page) that is malformed or
+    names no lab, and, on a lesson whose lab has questions, for a missing, doubled or misplaced one."""
+    text, name = path.read_text(encoding="utf-8") if text is None else text, path.relative_to(ROOT)
+    problems = []
+    for match in outside_code(re.compile(r"\{\{questions[^}]*\}\}"), text):
+        line = text.count("\n", 0, match.start()) + 1
+        good = next((m for m in outside_code(QUESTIONS, text) if m.start() == match.start()), None)
+        if good is None:
+            problems.append(f"{name}:{line}: {match.group(0)} is not a placeholder: "
+                            "{{questions:NN}} on a line alone")
+        elif lab_folder(good.group("lab")) is None:
+            problems.append(f"{name}:{line}: {match.group(0)}: there is no lab {good.group('lab')}")
+    folder = path.parent
+    if path.name != "README.md" or folder.parent != ROOT / "labs" or not re.fullmatch(r"\d\d_.+", folder.name):
+        return problems
+    sys.path.insert(0, str(ROOT / "scripts" / "driver"))
+    import predictions
+    if not predictions.read(folder / "predictions.toml"):
+        return problems
+    own = f"{{{{questions:{folder.name[:2]}}}}}"
+    lines = text.split("\n")
+    found = [i for i, l in enumerate(lines) if l == own]
+    after = next((l for l in lines[found[0] + 1:] if l.strip()), "") if len(found) == 1 else ""
+    if len(found) != 1 or not after.startswith(OBSERVE_HEADING):
+        problems.append(f"{name}: the lesson lists its questions with one line {own} just before "
+                        f'"{OBSERVE_HEADING}" (found {len(found)}' + (", elsewhere" if len(found) == 1 else "") + ")")
+    return problems
+
+
 def questions_section(folder):
     """The lab's questions (folder/predictions.toml) as a section to read before "What you should observe":
-    what the student predicts before running the lab, each with its unit and how close counts."""
+    what the student predicts before running the lab, each with its unit and how close counts. The `why` of
+    each is left out: it explains the measurement, and the run shows it beside the answer."""
     sys.path.insert(0, str(ROOT / "scripts" / "driver"))
     import predictions
     try:
@@ -614,16 +662,18 @@ def questions_section(folder):
     number = folder.name[:2]
     lines = ["## Predict, then measure", "",
              f"Before you run the lab, write your answer to each question in `labs/{folder.name}/predictions.toml`. "
-             f"`./lab run {number}` then shows each prediction beside what it measured, and `./lab check {number}` "
-             "says which ones were close.", "",
-             "| question | unit | observation | close enough |", "|---|---|---|---|"]
-    for q in questions:
+             f"`./lab run {number}` then shows each prediction beside what it measured, with why, and "
+             f"`./lab check {number}` says which ones were close, compared with your own latest run.", "",
+             "| | question | unit | close enough |", "|---|---|---|---|"]
+    # Numbered in the file's order, not named by observation: some ids state the answer (fp16_70000_is_inf).
+    for index, q in enumerate(questions, 1):
         kind, limit = q.tolerance
         rule = {"exact": "exactly", "relative": f"within {limit:.0%}" if limit >= 0.01 else f"within {limit:g} relative",
                 "absolute": f"within {limit:g}", "factor": f"within {limit:g}x",
                 "side_of": f"the same side of {limit:g}"}[kind]
-        why = f" <br><small>{prose(q.why)}</small>" if q.why else ""
-        lines.append(f"| {cell(prose(q.question))}{why} | {cell(prose(q.unit)) or '-'} | `{q.name}` | {rule} |")
+        if kind == "side_of":
+            rule += " (a number, or above/below, more/less)"
+        lines.append(f"| {index} | {cell(prose(q.question))} | {cell(prose(q.unit)) or '-'} | {rule} |")
     return "\n".join(lines + [""])
 
 
@@ -638,10 +688,6 @@ def filter_page(path):
         section = results_section(page.parent.name[:2])
         lines = text.split("\n")
         start = next((i for i, line in enumerate(lines) if line.startswith(OBSERVE_HEADING)), None)
-        questions = questions_section(page.parent)
-        if questions and start is not None:
-            lines[start:start] = questions.split("\n")
-            start += len(questions.split("\n"))
         if section and start is not None:
             end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
             lines[end:end] = section.split("\n")
@@ -649,7 +695,7 @@ def filter_page(path):
     text = re.sub(r"^@labs_path$", lambda _: lab_path_list(), text, flags=re.M)
     text = re.sub(r"^@claims_ledger$", lambda _: claims_ledger(), text, flags=re.M)
     try:
-        text = fill_placeholders(text)
+        text = fill_placeholders(fill_questions(text))
     except PlaceholderError as error:  # `lab_pages.py check` fails the docs build first; never show a guess
         sys.exit(f"{page}: {error}")
     sys.stdout.write(text)
@@ -666,7 +712,7 @@ def check():
     """The docs' preconditions: fresh kept runs, placeholders that resolve, a ledger naming real ids."""
     problems = stale_runs()
     for page in doc_pages():
-        problems += placeholder_problems(page)
+        problems += placeholder_problems(page) + question_problems(page)
     problems += ledger_problems()
     for problem in problems:
         print(f"lab_pages: {problem}", file=sys.stderr)

@@ -6,14 +6,19 @@ in C++ (common/predictions.cpp, read with toml++) to show each prediction beside
 A file holds [[question]] tables: id (the observation), field (a path inside its `measured`: "a.b", "list.0";
 none for the value itself), question, unit, why (optional), answer ("" while blank; a number, inf, a word in
 quotes, true/false) and at most one tolerance: relative (a share of the measurement), absolute (in the unit),
-factor (within that many times) or side_of (the same side of that number). No tolerance: exactly.
+factor (within that many times) or side_of (the same side of that number; the words above/below, more/less,
+higher/lower, greater/fewer answer it too). No tolerance: exactly.
 
   predictions.py show FILE     the questions and their answers (a malformed file: the error, exit 1)
+  predictions.py whys          no question's why (labs/ or solutions/) states its reference answer (exit 1
+                               naming each that does): the student reads the why beside the blank answer
 Standard library only (tomllib, Python 3.11).
 """
+import datetime
 import json
 import math
 import re
+import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass, field as dataclass_field
@@ -23,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TOLERANCES = ("relative", "absolute", "factor", "side_of")
 KEYS = {"id", "field", "question", "unit", "why", "answer", *TOLERANCES}
 MACHINE_DEPENDENT = ("factor", "side_of")  # a band around, or a side of, this machine's measurement
+# The words a side_of question offers ("above or below 1?", "more or less than 10x?"): above its pivot, or not.
+ABOVE_WORDS = ("above", "more", "higher", "greater")
+BELOW_WORDS = ("below", "less", "lower", "fewer")
 
 
 class PredictionError(Exception):
@@ -154,6 +162,16 @@ def text(value):
     return str(value)
 
 
+def compare_side(answer, measured, pivot):
+    """A word answer to a side_of question: ok when it names the measurement's side of @p pivot."""
+    word = answer.strip().lower() if isinstance(answer, str) else None
+    if word not in ABOVE_WORDS + BELOW_WORDS:
+        return "off", f"answer a number, or above or below (more or less) {text(pivot)}"
+    same = (word in ABOVE_WORDS) == (measured > pivot)
+    return ("ok" if same else "off"), (f"{'same' if same else 'other'} side of {text(pivot)}: measured "
+                                       f"{'above' if measured > pivot else 'at or below'} it")
+
+
 def compare_values(answer, measured, tolerance):
     """("ok"|"off"|"blank"|"unmeasured", detail): the same rules as common/predictions.cpp."""
     if answer is None:
@@ -162,6 +180,8 @@ def compare_values(answer, measured, tolerance):
         return "unmeasured", "no single measured value to compare with"
     kind, limit = tolerance
     a, m = number(answer), number(measured)
+    if kind == "side_of" and m is not None and a is None:
+        return compare_side(answer, m, limit)
     if kind == "exact" or a is None or m is None:
         if isinstance(answer, bool) or isinstance(measured, bool):
             same = answer == measured
@@ -226,7 +246,99 @@ def measured_run(lab, build=None):
     return None, f"no run of lab {lab} to compare with: ./lab test -L lab{lab} -R smoke makes one"
 
 
+# A number as a why may write it ("65504", "50,257", "1e-8", "0.5"), not the digits inside a name ("fp16").
+WHY_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.]*\()", re.I)
+WHY_FUNCTION = re.compile(r"\b(ln|log|log2|log10|sqrt)\(\s*([\d,.]+)\s*\)", re.I)
+FUNCTIONS = {"ln": math.log, "log": math.log, "log2": math.log2, "log10": math.log10, "sqrt": math.sqrt}
+
+
+def why_numbers(why):
+    """The values a @p why states: its numbers, and ln(N), log2(N), sqrt(N) worked out."""
+    values = [float(m.group(0).replace(",", "")) for m in WHY_NUMBER.finditer(why)]
+    for m in WHY_FUNCTION.finditer(why):
+        try:
+            values.append(FUNCTIONS[m.group(1).lower()](float(m.group(2).replace(",", ""))))
+        except ValueError:
+            continue
+    return values
+
+
+def why_gives_away(question, answer):
+    """What in @p question's why states its own (reference) @p answer, or "": the answer as a word, or a number
+    (or ln(N), sqrt(N)) that is close to it by the question's own tolerance. A side_of answer is a side, which
+    no number in the why states."""
+    if not question.why or answer is None:
+        return ""
+    a = number(answer)
+    if a is None or math.isinf(a):
+        words = {text(answer).lower()} | ({"inf", "infinity", "infinite"} if a is not None else set())
+        found = [w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", question.why, re.I)]
+        return f"the word '{found[0]}'" if found else ""
+    if question.tolerance[0] == "side_of":
+        return ""
+    tolerance = question.tolerance if question.tolerance[0] != "exact" else ("relative", 1e-9)
+    for value in why_numbers(question.why):
+        if compare_values(value, a, tolerance)[0] == "ok":
+            return f"{text(value)}, close to the answer {text(a)}"
+    return ""
+
+
+def whys_problems(root=ROOT):
+    """Sentences for every question whose why, in labs/ or solutions/, states the reference answer."""
+    problems = []
+    for solution in sorted(Path(root).glob("solutions/[0-9][0-9]_*/predictions.toml")):
+        answers = {q.name: q.answer for q in read(solution)}
+        for path in (Path(root) / "labs" / solution.parent.name / "predictions.toml", solution):
+            for q in read(path):
+                found = why_gives_away(q, answers.get(q.name))
+                if found:
+                    problems.append(f"{path.relative_to(root)}:{q.line}: the why of {q.name} gives its answer away "
+                                    f"({found}): a hint says where to look, the run shows the answer")
+    return problems
+
+
+def student_run_path(lab):
+    """Where the student's latest run of lab @p lab on this machine is kept: build-student/runs/labNN.json (the
+    run ./lab check makes when there is none; ./lab run NN --json PATH writes one there too)."""
+    return ROOT / "build-student" / "runs" / f"lab{lab}.json"
+
+
+def make_student_run(lab, path):
+    """Runs lab @p lab here the way the student does (./lab run NN, which builds it first), --quick, its report
+    written to @p path; its output goes to .cache/check-run-NN.log."""
+    log = ROOT / ".cache" / f"check-run-{lab}.log"
+    print(f"lab {lab}: no run of yours to compare your predictions with yet: running ./lab run {lab} --quick "
+          f"(output in .cache/{log.name})", file=sys.stderr, flush=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as out:
+        subprocess.run([str(ROOT / "lab"), "run", lab, "--quick", "--json", str(path)], cwd=ROOT, stdout=out,
+                       stderr=subprocess.STDOUT, check=False)
+
+
+def student_run(lab, make=True):
+    """(report, where) of the student's latest run of lab @p lab on this machine (student_run_path), made first
+    when there is none and @p make; where says which run it is, with its time. (None, why) when there is none."""
+    path = student_run_path(lab)
+    if make and not path.exists():
+        make_student_run(lab, path)
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, f"no run of yours of lab {lab} to compare with: ./lab run {lab} --quick --json {shown} makes one"
+    when = datetime.datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    return report, f"your run of {when} on this machine ({shown})"
+
+
 def main(argv):
+    if len(argv) == 2 and argv[1] == "whys":
+        problems = whys_problems()
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"predictions: {len(problems)} why(s) give their answer away" if problems else
+              "predictions: no why gives its answer away")
+        return 1 if problems else 0
     if len(argv) == 3 and argv[1] == "show":
         try:
             for q in read(argv[2]):

@@ -106,6 +106,15 @@ TEST(Predictions, EachToleranceSaysCloseOrOffAndByHowMuch) {
   EXPECT_EQ(status(10.0, 10.8, {Tolerance::Kind::absolute, 1}).status, Comparison::Status::close);
   EXPECT_EQ(status(1.5, 3.0, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::close);
   EXPECT_EQ(status(0.5, 3.0, {Tolerance::Kind::side_of, 1}).detail, "other side of 1");
+  // A side_of question takes the words it offers as well as a number.
+  EXPECT_EQ(status("more", 595.7, {Tolerance::Kind::side_of, 10}).status, Comparison::Status::close);
+  EXPECT_EQ(status("Above", 3.0, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::close);
+  EXPECT_EQ(status("less", 595.7, {Tolerance::Kind::side_of, 10}).status, Comparison::Status::off);
+  EXPECT_EQ(status("below", 0.4, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::close);
+  EXPECT_EQ(status("more", 595.7, {Tolerance::Kind::side_of, 10}).detail, "same side of 10: measured above it");
+  EXPECT_EQ(status("maybe", 3.0, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::off);
+  EXPECT_EQ(status("maybe", 3.0, {Tolerance::Kind::side_of, 1}).detail,
+            "answer a number, or above or below (more or less) 1");
   EXPECT_EQ(status(INFINITY, "inf", {}).status, Comparison::Status::close)
       << "inf as TOML writes it, inf as the labs do";
   EXPECT_EQ(status("MEMORY", "memory", {}).status, Comparison::Status::close);
@@ -125,6 +134,22 @@ TEST(Predictions, TheTableShowsYourPredictionBesideTheMeasurement) {
   EXPECT_NE(text.find("OFF: off by 2.50x"), std::string::npos) << text;
   EXPECT_NE(text.find("close: exact"), std::string::npos) << text;  // "Memory" against "memory"
   EXPECT_NE(text.find("1 of 3 questions not answered yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("why: one multiply per byte"), std::string::npos) << text;  // the hint after the run
+}
+
+TEST(Predictions, AWordAnswerIsShownWithoutTheUnit) {
+  const auto file = speedlabs::read_predictions(write("word", R"([[question]]
+id = "speedup"
+question = "More or less than 10x?"
+unit = "x"
+answer = "more"
+side_of = 10
+)"));
+  std::ostringstream out;
+  speedlabs::print_predictions(out, file, report());
+  EXPECT_NE(out.str().find("more  "), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("more x"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("OFF: other side of 10: measured at or below it"), std::string::npos) << out.str();
 }
 
 TEST(Predictions, AMalformedFileIsSaidInTheTableAndNothingElse) {

@@ -8,7 +8,9 @@
 - ./lab grade scores predictions as a part of each lab (results.json and JUnit): the blank files 0, the
   reference answers full marks, tests/grading/weights.toml's 0 turns the part off;
 - a speed test's share of its points is the harness's record under the run's token, never a printed line;
-- the lesson page shows the questions before "What you should observe".
+- every lesson lists its questions ({{questions:NN}} just before "What you should observe"), without the why;
+- a side_of question takes the words it offers (above/below, more/less) as well as a number;
+- no reference `why` holds its own answer (predictions.py whys); ./lab check compares with the student's own run.
 
   python3 tests/grading/test_predictions.py REPO_ROOT
 """
@@ -93,6 +95,13 @@ class Files(unittest.TestCase):
         self.assertEqual(c(100.0, 120.0, ("relative", 0.05))[0], "off")
         self.assertEqual(c(9.0, 10.8, ("absolute", 1))[0], "off")
         self.assertEqual(c(0.5, 3.0, ("side_of", 1)), ("off", "other side of 1"))
+        # A side_of question takes the words it offers as well as a number.
+        self.assertEqual(c("more", 595.7, ("side_of", 10)), ("ok", "same side of 10: measured above it"))
+        self.assertEqual(c("Above", 3.0, ("side_of", 1))[0], "ok")
+        self.assertEqual(c("less", 595.7, ("side_of", 10))[0], "off")
+        self.assertEqual(c("below", 0.4, ("side_of", 1))[0], "ok")
+        self.assertEqual(c("maybe", 3.0, ("side_of", 1)),
+                         ("off", "answer a number, or above or below (more or less) 1"))
         self.assertEqual(c(float("inf"), "inf", ("exact", 0))[0], "ok")
         self.assertEqual(c("MEMORY", "memory", ("exact", 0))[0], "ok")
         self.assertEqual(c(True, False, ("exact", 0))[0], "off")
@@ -102,6 +111,26 @@ class Files(unittest.TestCase):
         q = predictions.read_text('[[question]]\nid = "r"\nquestion = "q"\nunit = "x"\nside_of = 1\nanswer = 0.5\n', "p.toml")[0]
         undecided = {"observations": [{"id": "r", "verdict": "inconclusive", "reason": "busy", "measured": 3.0}]}
         self.assertEqual(predictions.compare(q, undecided)[0], "unmeasured")
+
+
+class Whys(unittest.TestCase):
+    def question(self, why, tolerance="", answer='""'):
+        text = f'[[question]]\nid = "a"\nquestion = "q"\nunit = "x"\nwhy = "{why}"\n{tolerance}\nanswer = {answer}\n'
+        return predictions.read_text(text, "p.toml")[0]
+
+    def test_no_why_of_the_labs_gives_its_answer_away(self):
+        self.assertEqual(predictions.whys_problems(ROOT), [])
+
+    def test_a_why_stating_its_answer_is_found(self):
+        given = predictions.why_gives_away
+        self.assertTrue(given(self.question("uniform over 50,257 tokens: ln(50257)", "absolute = 0.15"), 10.8))
+        self.assertTrue(given(self.question("the backoff makes it 32,768"), 32768.0))
+        self.assertTrue(given(self.question("past the top it is Infinity"), float("inf")))
+        self.assertTrue(given(self.question("GELU is Memory bound"), "memory"))
+        self.assertTrue(given(self.question("about 2.5 apart", "factor = 1.5"), 2.0))
+        self.assertFalse(given(self.question("fp16 has 5 exponent bits"), float("inf")))
+        self.assertFalse(given(self.question("x*x is written out: 2 passes", "side_of = 1"), 1.5))
+        self.assertFalse(given(self.question("fp16 keeps 11 bits near 1000"), 1000.5))
 
 
 def junit(folder):
@@ -139,10 +168,65 @@ class CheckAndGrade(unittest.TestCase):
         self.dir = Path(self.folder.name)
         self.env = mock.patch.dict(os.environ, {"SPEEDLABS_PREDICTIONS_DIR": str(self.dir / "mine")})
         self.env.start()
+        # ./lab check compares with the student's own run: here the student's runs folder is a scratch one, and
+        # a lab run made for it copies this machine's smoke run (or the kept one) instead of running the lab.
+        self.runs = mock.patch.object(grade.predictions, "student_run_path", lambda lab: self.dir / f"lab{lab}.json")
+        self.make = mock.patch.object(grade.predictions, "make_student_run", side_effect=self.fake_run)
+        self.runs.start()
+        self.made = self.make.start()
+
+    def fake_run(self, lab, path):
+        path.write_text(json.dumps(grade.predictions.measured_run(lab)[0]))
 
     def tearDown(self):
+        self.make.stop()
+        self.runs.stop()
         self.env.stop()
         self.folder.cleanup()
+
+    def test_check_compares_with_the_students_own_latest_run_and_says_which(self):
+        with_answers(self.dir / "mine", "02", "solutions")
+        lines = self.check("02")
+        self.assertEqual(self.made.call_count, 1, "no run of theirs yet: check makes one")
+        self.assertTrue(any("compared with your run of " in l and "lab02.json" in l for l in lines), lines)
+        self.check("02")
+        self.assertEqual(self.made.call_count, 1, "the latest run is used, not made again")
+        run = json.loads((self.dir / "lab02.json").read_text())
+        for o in run["observations"]:  # the student's machine measured otherwise: the check follows their run
+            if o["id"] == "weights_7b_fp32_28gb_fp16_14gb":
+                o["measured"]["libtorch"]["fp16_gb"] = 99.0
+        (self.dir / "lab02.json").write_text(json.dumps(run))
+        self.assertTrue(any("PREDICT off" in l and "measured 99" in l for l in self.check("02")))
+
+    def test_blank_predictions_make_no_run(self):
+        self.check("02")
+        self.assertEqual(self.made.call_count, 0)
+
+    def test_the_run_check_makes_is_the_students_own_lab_run(self):
+        self.make.stop()
+        try:
+            with mock.patch.object(grade.predictions.subprocess, "run") as run, \
+                    mock.patch("sys.stderr", io.StringIO()) as said:
+                report, where = grade.predictions.student_run("02")
+            command = run.call_args.args[0]
+            self.assertEqual(command[1:], ["run", "02", "--quick", "--json", str(self.dir / "lab02.json")])
+            self.assertTrue(command[0].endswith("/lab"))
+            self.assertIn("running ./lab run 02 --quick", said.getvalue())
+            self.assertIsNone(report)
+            self.assertIn("./lab run 02 --quick --json", where)
+        finally:
+            self.made = self.make.start()
+
+    def test_a_word_answer_to_a_more_or_less_question_is_marked_by_its_side(self):
+        path = with_answers(self.dir / "mine", "01", "solutions")
+        text = path.read_text()
+        path.write_text(text.replace("side_of = 10\nanswer = 5000", 'side_of = 10\nanswer = "more"'))
+        self.assertNotEqual(text, path.read_text())
+        run = {"observations": [{"id": "vectorised_3x_faster", "verdict": "holds", "measured": 595.7}]}
+        (self.dir / "lab01.json").write_text(json.dumps(run))
+        line = next(l for l in self.check("01") if "vectorised_3x_faster" in l)
+        self.assertIn("PREDICT ok", line)
+        self.assertIn("yours more, measured 595.7 x: same side of 10", line)
 
     def check(self, lab="01"):
         printed = io.StringIO()
@@ -267,13 +351,37 @@ class LessonPage(unittest.TestCase):
     def test_the_questions_come_before_what_you_should_observe(self):
         folder = predictions.lab_folder("02")
         section = lab_pages.questions_section(folder)
-        for q in predictions.read(folder / "predictions.toml"):
-            self.assertIn(f"`{q.name}`", section)
         printed = io.StringIO()
         with mock.patch("sys.stdout", printed):
             lab_pages.filter_page(str(folder / "README.md"))
         page = printed.getvalue()
+        for q in predictions.read(folder / "predictions.toml"):
+            self.assertIn(lab_pages.prose(q.question), section)
+            if q.why:
+                self.assertNotIn(lab_pages.prose(q.why), page, "the why comes after the run")
+        self.assertIn(section.rstrip("\n"), page)
+        self.assertNotIn("{{questions:", page)
         self.assertLess(page.index("## Predict, then measure"), page.index(lab_pages.OBSERVE_HEADING))
+
+    def test_every_lesson_lists_its_questions_through_its_placeholder(self):
+        for folder in lab_pages.lab_folders():
+            with self.subTest(lab=folder.name):
+                self.assertEqual(lab_pages.question_problems(folder / "README.md"), [])
+                if predictions.read(folder / "predictions.toml"):
+                    self.assertIn(f"{{{{questions:{folder.name[:2]}}}}}", (folder / "README.md").read_text())
+
+    def test_a_missing_misplaced_or_wrong_placeholder_is_a_problem(self):
+        folder = predictions.lab_folder("02")
+        text = (folder / "README.md").read_text()
+        heading = "\n" + lab_pages.OBSERVE_HEADING
+        cases = {"missing": text.replace("{{questions:02}}\n", ""),
+                 "misplaced": text.replace("{{questions:02}}\n", "").replace("\n## ", "\n{{questions:02}}\n\n## ", 1),
+                 "doubled": text.replace(heading, "\n{{questions:02}}\n" + heading, 1),
+                 "no such lab": text.replace(heading, "\n{{questions:99}}\n" + heading, 1),
+                 "malformed": text.replace(heading, "\n{{questions:2}}\n" + heading, 1)}
+        for name, changed in cases.items():
+            with self.subTest(case=name):
+                self.assertTrue(lab_pages.question_problems(folder / "README.md", changed), name)
 
     def test_a_lab_without_questions_has_no_section(self):
         with tempfile.TemporaryDirectory() as folder:
