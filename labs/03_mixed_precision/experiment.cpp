@@ -203,6 +203,27 @@ void observe_policy_vs_cpu_lists(const std::vector<PolicyRow>& rows, const c10::
                "no differences, every rule op registered", differences.empty() && rules_missing.empty());
 }
 
+// 3c. Ops on no list, CUDA's or the CPU's: autocast leaves them alone, so they run in their inputs' dtype. On
+//     the CPU the dispatcher confirms that none of them has an AutocastCPU rule, so a probe that sits on a list
+//     fails here instead of passing for the wrong reason.
+void observe_unlisted_ops(const c10::Device& device, c10::ScalarType dtype, speedlabs::Report& report) {
+  const std::string low = dtype_name(dtype);
+  std::vector<std::string> differences, rules_found;
+  nlohmann::json table = nlohmann::json::array();
+  for (const auto& r : measure_unlisted_policy(device, dtype)) {
+    table.push_back({{"op", r.op}, {"call", r.call}, {"fp32_in", r.fp32_in}, {"low_in", r.low_in}});
+    if (r.fp32_in != "float32" || r.low_in != low)
+      differences.push_back(r.op + " (float32 in -> " + r.fp32_in + ", " + low + " in -> " + r.low_in + ")");
+    if (device.is_cpu() && has_autocast_cpu_kernel(r.cpu_rule)) rules_found.push_back(r.cpu_rule);
+  }
+  report.check("unlisted_ops_keep_input_dtype",
+               "ops on no autocast list (add, mul, relu, gelu, tanh, sigmoid, masked_fill) run in their inputs' "
+               "dtype under autocast: float32 in, float32 out; " +
+                   low + " in, " + low + " out",
+               {{"differences", differences}, {"autocast_cpu_rules_found", rules_found}, {"table", table}},
+               "no differences, no autocast rule for any of them", differences.empty() && rules_found.empty());
+}
+
 // 4. Small gradients in float16, without and with loss scaling. The loss is multiplied by 2^-20 to make
 //    gradients as small as those of a long-trained model whose loss is averaged over many tokens.
 void observe_small_gradients(const Lesson& lesson, speedlabs::Report& report) {
@@ -378,6 +399,7 @@ void run(const Config& config, speedlabs::Report& report) {
   print_policy_table(rows, config.device, config.dtype);
   observe_policy_vs_chapter(rows, config.device, report);
   observe_policy_vs_cpu_lists(rows, config.device, report);
+  observe_unlisted_ops(config.device, config.dtype, report);
   observe_small_gradients(lesson, report);
   observe_overflow_skipped(lesson, report);
   observe_scale_growth(lesson, report);

@@ -33,7 +33,8 @@ Config quick_config();
 void require_autocast_dtype(const c10::Device& device, c10::ScalarType dtype);
 
 /// Runs the whole lab and records autocast_linear_output_dtype, weights_stay_fp32, grads_are_fp32,
-/// policy_matches_chapter, policy_matches_libtorch_cpu_lists, fp16_grads_underflow_without_scaler,
+/// policy_matches_chapter, policy_matches_libtorch_cpu_lists, unlisted_ops_keep_input_dtype,
+/// fp16_grads_underflow_without_scaler,
 /// scaler_preserves_small_grads, scaler_skips_inf_step_and_backs_off, scaler_grows_after_interval and
 /// amp_matches_fp32.
 /// @param config  the knobs

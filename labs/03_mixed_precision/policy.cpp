@@ -50,45 +50,56 @@ std::string output_dtype(const OpProbe& probe, const c10::Device& device, c10::S
   }
 }
 
-}  // namespace
+PolicyRow measure_row(const OpProbe& probe, const c10::Device& device, c10::ScalarType dtype) {
+  const std::string low = dtype_name(dtype);
+  PolicyRow row;
+  row.op = probe.op;
+  row.call = probe.call;
+  row.chapter_policy = probe.chapter_policy;
+  row.note = probe.note;
+  row.fp32_in = output_dtype(probe, device, dtype, c10::kFloat, c10::kFloat);
+  row.low_in = output_dtype(probe, device, dtype, dtype, dtype);
+  const bool probe_mixed = probe.chapter_policy == "widest";
+  if (probe_mixed) row.mixed_in = output_dtype(probe, device, dtype, c10::kFloat, dtype);
+  // The classification uses only what came out. An error with low inputs means autocast left them low.
+  if (row.fp32_in == low) {
+    row.measured_policy = "lower";
+  } else if (row.low_in == "float32") {
+    row.measured_policy = "float32";
+  } else if (probe_mixed && row.mixed_in == "float32" && row.low_in != "float32") {
+    row.measured_policy = "widest";
+  } else {
+    row.measured_policy = "inputs";
+  }
+  row.cpu_rule = probe.cpu_rule;
+  row.cpu_policy = cpu_list_policy(probe.cpu_rule);
+  row.matches_chapter = row.measured_policy == row.chapter_policy;
+  // Without a CPU promote rule, how mixed inputs come out is the op's own type promotion (or an error), not
+  // autocast, so only the uniform probes are held against the lists.
+  const std::string uniform_policy = row.measured_policy == "widest" ? "inputs" : row.measured_policy;
+  row.matches_cpu_lists =
+      row.cpu_policy == "widest" ? row.measured_policy == "widest" : uniform_policy == row.cpu_policy;
+  return row;
+}
 
-std::vector<PolicyRow> measure_policy(const c10::Device& device, c10::ScalarType dtype) {
+std::vector<PolicyRow> measure_rows(const std::vector<OpProbe>& probes, const c10::Device& device,
+                                    c10::ScalarType dtype) {
   SilentWarnings silent;
   c10::WarningUtils::WarningHandlerGuard warnings(&silent);
   torch::NoGradGuard no_grad;
-  const std::string low = dtype_name(dtype);
   std::vector<PolicyRow> rows;
-  for (const auto& probe : chapter_probes()) {
-    PolicyRow row;
-    row.op = probe.op;
-    row.call = probe.call;
-    row.chapter_policy = probe.chapter_policy;
-    row.note = probe.note;
-    row.fp32_in = output_dtype(probe, device, dtype, c10::kFloat, c10::kFloat);
-    row.low_in = output_dtype(probe, device, dtype, dtype, dtype);
-    const bool probe_mixed = probe.chapter_policy == "widest";
-    if (probe_mixed) row.mixed_in = output_dtype(probe, device, dtype, c10::kFloat, dtype);
-    // The classification uses only what came out. An error with low inputs means autocast left them low.
-    if (row.fp32_in == low) {
-      row.measured_policy = "lower";
-    } else if (row.low_in == "float32") {
-      row.measured_policy = "float32";
-    } else if (probe_mixed && row.mixed_in == "float32" && row.low_in != "float32") {
-      row.measured_policy = "widest";
-    } else {
-      row.measured_policy = "inputs";
-    }
-    row.cpu_rule = probe.cpu_rule;
-    row.cpu_policy = cpu_list_policy(probe.cpu_rule);
-    row.matches_chapter = row.measured_policy == row.chapter_policy;
-    // Without a CPU promote rule, how mixed inputs come out is the op's own type promotion (or an error), not
-    // autocast, so only the uniform probes are held against the lists.
-    const std::string uniform_policy = row.measured_policy == "widest" ? "inputs" : row.measured_policy;
-    row.matches_cpu_lists =
-        row.cpu_policy == "widest" ? row.measured_policy == "widest" : uniform_policy == row.cpu_policy;
-    rows.push_back(std::move(row));
-  }
+  for (const auto& probe : probes) rows.push_back(measure_row(probe, device, dtype));
   return rows;
+}
+
+}  // namespace
+
+std::vector<PolicyRow> measure_policy(const c10::Device& device, c10::ScalarType dtype) {
+  return measure_rows(chapter_probes(), device, dtype);
+}
+
+std::vector<PolicyRow> measure_unlisted_policy(const c10::Device& device, c10::ScalarType dtype) {
+  return measure_rows(unlisted_probes(), device, dtype);
 }
 
 void print_policy_table(const std::vector<PolicyRow>& rows, const c10::Device& device, c10::ScalarType dtype) {

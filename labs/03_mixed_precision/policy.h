@@ -37,6 +37,11 @@ struct PolicyRow {
 /// @param dtype   the autocast dtype
 std::vector<PolicyRow> measure_policy(const c10::Device& device, c10::ScalarType dtype);
 
+/// The same measurement for ops on no list (probes.h's unlisted_probes()), whose chapter_policy is "inputs".
+/// @param device  the device
+/// @param dtype   the autocast dtype
+std::vector<PolicyRow> measure_unlisted_policy(const c10::Device& device, c10::ScalarType dtype);
+
 /// The entries of libtorch's AutocastCPU lists (aten/src/ATen/autocast_mode.cpp) and whether this
 /// libtorch binary really registers an AutocastCPU kernel for each.
 struct CpuListCheck {

@@ -221,6 +221,22 @@ void add_widest_type_probes(std::vector<OpProbe>& out) {
 
 }  // namespace
 
+std::vector<OpProbe> unlisted_probes() {
+  const std::string none = "inputs";
+  std::vector<OpProbe> out;
+  out.push_back({"add", none, "at::add", "add.Tensor", "", [](In& in) { return at::add(in({4}), in({4})); }});
+  out.push_back({"mul", none, "at::mul", "mul.Tensor", "", [](In& in) { return at::mul(in({4}), in({4})); }});
+  out.push_back({"relu", none, "at::relu", "relu", "", [](In& in) { return at::relu(in({4})); }});
+  out.push_back({"gelu", none, "at::gelu", "gelu", "", [](In& in) { return at::gelu(in({4})); }});
+  out.push_back({"tanh", none, "at::tanh", "tanh", "", [](In& in) { return at::tanh(in({4})); }});
+  out.push_back({"sigmoid", none, "at::sigmoid", "sigmoid", "", [](In& in) { return at::sigmoid(in({4})); }});
+  out.push_back({"masked_fill", none, "at::masked_fill", "masked_fill.Scalar", "", [](In& in) {
+                   const auto x = in({4});
+                   return at::masked_fill(x, x > 0.5, 0.0);
+                 }});
+  return out;
+}
+
 std::vector<OpProbe> chapter_probes() {
   std::vector<OpProbe> probes;
   add_lower_precision_probes(probes);

@@ -51,4 +51,9 @@ struct OpProbe {
 /// float32, promote to the widest input type.
 std::vector<OpProbe> chapter_probes();
 
+/// Ops on none of autocast's lists, CUDA's or the CPU's (add, mul, relu, gelu, tanh, sigmoid, masked_fill):
+/// the chapter says such an op runs in its inputs' dtype. Their chapter_policy is "inputs" and their
+/// cpu_rule names the aten op, so the dispatcher can confirm it has no AutocastCPU kernel.
+std::vector<OpProbe> unlisted_probes();
+
 }  // namespace lab03

@@ -34,7 +34,7 @@ TEST(Lab03Observations, QuickRunOnCpuHoldsItsClaims) {
   for (const char* id :
        {"autocast_linear_output_dtype", "weights_stay_fp32", "grads_are_fp32", "policy_matches_libtorch_cpu_lists",
         "fp16_grads_underflow_without_scaler", "scaler_preserves_small_grads", "scaler_skips_inf_step_and_backs_off",
-        "scaler_grows_after_interval", "amp_matches_fp32"}) {
+        "scaler_grows_after_interval", "amp_matches_fp32", "unlisted_ops_keep_input_dtype"}) {
     EXPECT_EQ(report.at(id).verdict, Verdict::holds) << id << ": " << report.at(id).measured.dump();
   }
   EXPECT_EQ(report.at("autocast_linear_output_dtype").measured, "bfloat16");
@@ -46,6 +46,22 @@ TEST(Lab03Observations, QuickRunOnCpuHoldsItsClaims) {
   EXPECT_GE(report.at("fp16_grads_underflow_without_scaler").measured.get<double>(), 0.5);
   EXPECT_EQ(report.at("scaler_skips_inf_step_and_backs_off").measured["scale_after"], 32768.0);
   EXPECT_EQ(report.exit_code(), 0);
+}
+
+TEST(Lab03Observations, UnlistedOpsKeepTheirInputsDtypeInBothAutocastDtypes) {
+  // Ops on no list: a float32 input stays float32 and a 16-bit one stays 16-bit, under either autocast dtype.
+  for (const auto dtype : {c10::kBFloat16, c10::kHalf}) {
+    const auto rows = lab03::measure_unlisted_policy(c10::Device(c10::kCPU), dtype);
+    ASSERT_GE(rows.size(), 7u);
+    for (const auto& r : rows) {
+      EXPECT_EQ(r.fp32_in, "float32") << r.op;
+      EXPECT_EQ(r.low_in, lab03::dtype_name(dtype)) << r.op;
+      EXPECT_EQ(r.measured_policy, "inputs") << r.op;
+      EXPECT_FALSE(lab03::has_autocast_cpu_kernel(r.cpu_rule)) << r.cpu_rule;
+    }
+  }
+  // The dispatcher check can see a rule: linear has one, so a listed op would not pass for an unlisted one.
+  EXPECT_TRUE(lab03::has_autocast_cpu_kernel("linear"));
 }
 
 TEST(Lab03Observations, CpuPolicyExamples) {
