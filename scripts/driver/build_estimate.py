@@ -34,22 +34,27 @@ def recorded_durations(build_dir):
 
 
 def planned_steps(build_dir, targets):
-    """The output of each command the build would run, in order (None for a step without -o)."""
+    """The output of each command the build would run, in order (None for a step without -o); None when CMake
+    must re-run first."""
     run = subprocess.run(["ninja", "-C", build_dir, "-n", "-v", *targets], capture_output=True, text=True,
                          check=True)
     outputs = []
     for line in run.stdout.splitlines():
         if not re.match(r"^\[\d+/\d+\] ", line):
             continue
+        if "Re-running CMake" in line:
+            return None  # the build files change first: what follows is not known yet
         match = re.search(r"\s-o\s+(\S+)", line)
         outputs.append(match.group(1) if match else None)
     return outputs
 
 
 def estimate(build_dir, targets):
-    """(steps, seconds, how many came from the record) for the planned build."""
+    """(steps, seconds, how many came from the record) for the planned build; None when CMake re-runs first."""
     recorded = recorded_durations(build_dir)
     steps = planned_steps(build_dir, targets)
+    if steps is None:
+        return None
     total = 0.0
     known = 0
     for output in steps:
@@ -70,13 +75,17 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     build_dir, targets = argv[1], argv[2:]
+    what = " ".join(targets) if targets else "everything"
     try:
-        steps, seconds, known = estimate(build_dir, targets)
+        planned = estimate(build_dir, targets)
     except (OSError, subprocess.CalledProcessError):
         return 0
+    if planned is None:
+        print(f"building {what}: CMake runs again first (a CMakeLists.txt changed), then the steps it finds")
+        return 0
+    steps, seconds, known = planned
     if steps == 0:
         return 0
-    what = " ".join(targets) if targets else "everything"
     source = ("from this build folder's last build" if known == steps else
               f"{known} of them from this folder's last build, the rest at about {FIRST_COMPILE_S:.0f} s a compile"
               if known else f"a first build: about {FIRST_COMPILE_S:.0f} s a compile per core, less with a warm ccache")
