@@ -11,6 +11,7 @@
 #include <thread>
 #include <tuple>
 
+#include "accounting.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -20,6 +21,7 @@
 #include "common/memory.h"
 #include "common/plot.h"
 #include "common/process.h"
+#include "common/roofline.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -27,7 +29,6 @@
 #include "datasets/token_cache.h"
 #include "feeding.h"
 #include "op_cost.h"
-#include "roofline.h"
 #include "trace.h"
 
 namespace lab07 {
@@ -35,6 +36,8 @@ namespace lab07 {
 namespace gpt = speedlabs::gpt;
 using nlohmann::json;
 using speedlabs::fixed;
+using speedlabs::MeasuredPeaks;
+using speedlabs::OpPoint;
 
 namespace {
 
@@ -43,6 +46,8 @@ constexpr double kOpCostGoal = 2.0;
 // The ops' self times add up to the step; the profiler's own bookkeeping between events is the rest.
 constexpr double kShareSumSlack = 1.01;
 constexpr int kShownOps = 5;
+// At least this many rounds of a plain and a profiled step for the accounting: a spread needs three samples.
+constexpr int kAccountRounds = 3;
 
 std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
 
@@ -56,6 +61,7 @@ void part(const std::string& title) {
 
 struct TraceOutcome {
   StepProfile profile;
+  ProfiledRounds rounds;        // plain and profiled steps, interleaved, for the step's accounting
   double step_ms = 0;           // median step time without the profiler
   speedlabs::TimingStats step;  // the timed steps without the profiler
 };
@@ -68,19 +74,28 @@ TraceOutcome trace_one_step(const Config& config, const gpt::GPTConfig& model_co
   auto optimizer = gpt::make_adamw(model, config.lr);
   datasets::DataLoaderLite loader(tokens, config.batch, config.seq);
   const auto step = [&] {
-    const auto batch = loader.next_batch();
-    return ranged_train_step(model, optimizer, batch.x.to(device), batch.y.to(device));
+    torch::Tensor x, y;
+    {
+      RECORD_USER_SCOPE("data");  // the step's own loading, a part of its time (part 5 prefetches it)
+      const auto batch = loader.next_batch();
+      x = batch.x.to(device);
+      y = batch.y.to(device);
+    }
+    return ranged_train_step(model, optimizer, x, y);
   };
   TraceOutcome outcome;
   // The warm-up steps and the timed steps run before the profiler starts, so the trace holds one warm step.
   outcome.step = speedlabs::time_ms([&] { step(); }, device, {config.warmup, config.steps});
   outcome.step_ms = outcome.step.median_ms;
   outcome.profile = profile_step(step, device, config.trace_path);
+  outcome.rounds = profile_rounds(step, device, std::max(kAccountRounds, config.steps));
   return outcome;
 }
 
 void print_profile(const StepProfile& profile, int top) {
-  std::cout << "profiled step: " << fixed(profile.step_ms, 2) << " ms (forward "
+  const auto data = profile.range_ms.find("data");
+  std::cout << "profiled step: " << fixed(profile.step_ms, 2) << " ms (data "
+            << fixed(data == profile.range_ms.end() ? 0.0 : data->second, 2) << ", forward "
             << fixed(profile.range_ms.at("forward"), 2) << ", backward " << fixed(profile.range_ms.at("backward"), 2)
             << ", optimizer " << fixed(profile.range_ms.at("optimizer"), 2) << "); " << profile.op_calls
             << " top-level op calls\n";
@@ -170,8 +185,9 @@ void observe_trace(const Config& config, const TraceOutcome& outcome, const c10:
 
 // --- 2. the cost of one op ----------------------------------------------------------------------------
 
-void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c10::Device& device,
-                     speedlabs::Report& report) {
+// Returns the C++ cost of a tiny op, in microseconds.
+double observe_op_cost(const Config& config, const TraceOutcome& outcome, const c10::Device& device,
+                       speedlabs::Report& report) {
   OpCostOptions options{config.op_calls, config.op_repeats, 2};
   const OpCost cpp = measure_op_cost_cpp(device, options);
   std::cout << "C++:    add " << fixed(cpp.add_us, 2) << " us/op, linear " << fixed(cpp.linear_us, 2) << " us/op\n";
@@ -242,12 +258,13 @@ void observe_op_cost(const Config& config, const TraceOutcome& outcome, const c1
        {"step_ms", outcome.step_ms},
        {"share", share}},
       "a share of the step, < 100% (reported)", evidence, [](double s) { return s > 0 && s < 1; }, false);
+  return cpp.add_us;
 }
 
 // --- charts -------------------------------------------------------------------------------------------
 
-void plot(const Config& config, const StepProfile& profile, const Peaks& peaks, const std::vector<OpPoint>& points,
-          const std::string& title) {
+void plot(const Config& config, const StepProfile& profile, const MeasuredPeaks& peaks,
+          const std::vector<OpPoint>& points, const std::string& title) {
   std::ostringstream top;
   for (int i = 0; i < std::min<int>(config.top, static_cast<int>(profile.ops.size())); ++i) {
     std::string name = profile.ops[i].name;
@@ -353,19 +370,27 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
   observe_trace(config, outcome, device, report);
 
   part("2. the cost of one op, C++ and Python eager");
-  observe_op_cost(config, outcome, device, report);
+  const double us_per_op = observe_op_cost(config, outcome, device, report);
 
   part("3. the roofline of this machine");
   // Rounds are added (up to 7) while any side scatters by more than 10%, within a 3 s budget.
   const speedlabs::TimingOptions timing{config.warmup, std::max(3, config.steps), std::max(7, config.steps), 0.10, 3.0};
-  const Roofline roofline =
-      measure_roofline(model_config, config.batch, config.seq, device, config.matmul_size, config.stream_mib, timing);
-  const Peaks& peaks = roofline.peaks;
+  const speedlabs::Roofline roofline = speedlabs::measure_roofline(model_config, config.batch, config.seq, device,
+                                                                   config.matmul_size, config.stream_mib, timing);
+  const MeasuredPeaks& peaks = roofline.peaks;
   const auto& points = roofline.points;
-  print_roofline(peaks, points);
-  observe_roofline(roofline, report);
+  speedlabs::print_roofline(peaks, points);
+  speedlabs::observe_roofline(roofline, report);
 
-  part("4. keeping the device fed: loading inside the loop vs a prefetching loader");
+  part("4. the step, accounted, against the measured and the theoretical peak");
+  std::vector<StepAccount> accounts;
+  for (const auto& profile : outcome.rounds.profiles) accounts.push_back(account_step(profile, us_per_op));
+  const StepMeasures measures{outcome.rounds.plain(), peaks,
+                              speedlabs::theoretical_peak(device, speedlabs::PeakFormat::fp32),
+                              speedlabs::gpt_model_flops_per_step(model_config, config.batch, config.seq)};
+  const StepAccount account = observe_step_account(accounts, measures, device, report);
+
+  part("5. keeping the device fed: loading inside the loop vs a prefetching loader");
   const auto tokenizer = datasets::GPT2Tokenizer::load(data_dir);
   const DocumentBatches batches(
       tokenizer, speedlabs::read_file(datasets::require_file(data_dir, datasets::kShakespearePath).string()),
@@ -374,7 +399,10 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
       compare_loaders(batches, model_config, config.lr, config.warmup, config.feed_steps, config.prefetch, device);
   observe_feeding(feed, device, report);
 
-  if (!config.plots_dir.empty()) plot(config, outcome.profile, peaks, points, title);
+  if (!config.plots_dir.empty()) {
+    plot(config, outcome.profile, peaks, points, title);
+    plot_step_account(account, measures, config.plots_dir, title);
+  }
 }
 
 }  // namespace lab07

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "accounting.h"
 #include "common/device.h"
 #include "common/errors.h"
 
@@ -51,6 +52,10 @@ struct Span {
   bool user_range = false;
   double self_ns = 0;
   bool inside_aten = false;  // an aten op encloses it
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::string> dtypes;
+  std::string range;          // the innermost named range around it
+  const Span* top = nullptr;  // the top-level aten op it is (inside), if any
 };
 
 bool is_aten(const std::string& name) { return name.rfind("aten::", 0) == 0; }
@@ -66,10 +71,31 @@ void nest(std::vector<Span>& spans) {
     while (!stack.empty() && stack.back()->end_ns <= span.start_ns) stack.pop_back();
     span.self_ns = static_cast<double>(span.end_ns - span.start_ns);
     if (!stack.empty()) {
+      const Span& parent = *stack.back();
       stack.back()->self_ns -= span.self_ns;
-      span.inside_aten = stack.back()->inside_aten || is_aten(stack.back()->name);
+      span.inside_aten = parent.inside_aten || is_aten(parent.name);
+      span.range = parent.user_range ? parent.name : parent.range;
+      span.top = parent.top;
     }
+    if (is_aten(span.name) && !span.inside_aten) span.top = &span;
     stack.push_back(&span);
+  }
+}
+
+// Every top-level op of @p spans (nested), with the matmul FLOPs of what it ran and the bytes of its inputs.
+void collect_top_level(const std::vector<Span>& spans, std::vector<TopLevelOp>& out) {
+  std::unordered_map<const Span*, size_t> index;
+  for (const Span& span : spans) {
+    if (span.top != &span) continue;
+    index[&span] = out.size();
+    out.push_back({span.name, span.range, static_cast<double>(span.end_ns - span.start_ns) / 1e6, 0,
+                   tensor_bytes(span.name, span.shapes, span.dtypes), true});
+  }
+  for (const Span& span : spans) {
+    if (span.top == nullptr || !is_aten(span.name)) continue;
+    TopLevelOp& op = out[index.at(span.top)];
+    op.matmul_flops += matmul_flops_of(span.name, span.shapes);
+    op.metadata = op.metadata && is_metadata_op(span.name);
   }
 }
 
@@ -147,6 +173,8 @@ StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::
     }
     Span span{event.name(), event.startNs(), event.endNs(),
               event.scope() == static_cast<uint8_t>(at::RecordScope::USER_SCOPE)};
+    span.shapes = event.shapes().vec();
+    span.dtypes = event.dtypes().vec();
     if (span.user_range) {
       profile.range_ms[span.name] += static_cast<double>(span.end_ns - span.start_ns) / 1e6;
       profile.range_count[span.name] += 1;
@@ -168,6 +196,7 @@ StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::
       op.self_ms += span.self_ns / 1e6;
       if (is_aten(span.name) && !span.inside_aten) profile.op_calls += 1;
     }
+    collect_top_level(spans, profile.top_level);
   }
   profile.ops = rank(ops, profile.step_ms);
   profile.kernels = rank(kernels, profile.step_ms);

@@ -37,15 +37,27 @@ struct OpTime {
   double share = 0;    ///< self_ms / the step's time
 };
 
+/// One top-level op call of the profiled step (an aten op not inside another aten op), with what the shapes
+/// of its inputs, and of the matmuls it called, say about its work.
+struct TopLevelOp {
+  std::string name;         ///< e.g. "aten::linear"
+  std::string range;        ///< the named range it ran in ("data", "forward", ...; "" outside any)
+  double ms = 0;            ///< its duration, the ops it called included
+  double matmul_flops = 0;  ///< FLOPs of the matmuls it ran, from their shapes (0: no matmul inside)
+  double bytes = 0;         ///< bytes it reads and writes, from its inputs' shapes (see tensor_bytes())
+  bool metadata = false;    ///< only views and allocations inside: it moves no data
+};
+
 /// What one profiled step showed.
 struct StepProfile {
-  double step_ms = 0;                      ///< from the start of "forward" to the end of "optimizer" (host)
+  double step_ms = 0;                      ///< from the start of the first named range to the end of the last (host)
   std::map<std::string, double> range_ms;  ///< duration of each named range (host)
   std::map<std::string, int> range_count;  ///< how often each named range appears (1 each: no warm-up steps)
   std::vector<OpTime> ops;                 ///< every CPU op name, by self time, largest first
   int64_t op_calls = 0;                    ///< top-level op calls: aten ops not inside another aten op
   int64_t cuda_kernels = 0;                ///< GPU kernels in the trace (0 on a CPU)
   std::vector<OpTime> kernels;             ///< GPU kernels by time, largest first (share of step_ms)
+  std::vector<TopLevelOp> top_level;       ///< every top-level op call on the host, in no particular order
   double loss = 0;                         ///< the profiled step's loss
 };
 

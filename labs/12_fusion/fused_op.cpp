@@ -9,7 +9,7 @@
 #include "common/gpt.h"
 #include "common/timer.h"
 #include "fused_gelu.h"
-#include "labs/07_profile/roofline.h"
+#include "common/roofline.h"
 
 namespace lab12 {
 
@@ -33,7 +33,7 @@ double memory_roof(const c10::Device& device) {
   roof_timing.warmup = 1;
   roof_timing.repeats = 3;
   const bool cpu = device.is_cpu();
-  const auto roofline = lab07::measure_roofline(speedlabs::gpt::GPTConfig::tiny(), 1, 32, device, cpu ? 512 : 4096,
+  const auto roofline = speedlabs::measure_roofline(speedlabs::gpt::GPTConfig::tiny(), 1, 32, device, cpu ? 512 : 4096,
                                                 cpu ? 64 : 1024, roof_timing);
   return roofline.peaks.bandwidth();
 }

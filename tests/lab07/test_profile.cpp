@@ -1,5 +1,5 @@
-// Lab 07 on a CPU: the trace of one step, the per-op cost (C++ and the Python peer), the roofline's
-// arithmetic, the document loader, and every observation of a --quick run through the same experiment.
+// Lab 07 on a CPU: the trace of one step, the per-op cost (C++ and the Python peer), the step's
+// accounting, the document loader, and every observation of a --quick run through the same experiment.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "accounting.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/gpt.h"
@@ -22,7 +23,6 @@
 #include "experiment.h"
 #include "feeding.h"
 #include "op_cost.h"
-#include "roofline.h"
 #include "tests/support/data.h"
 #include "tests/support/timed.h"
 #include "trace.h"
@@ -137,43 +137,6 @@ TEST(Lab07OpCost, CppCostIsMicrosecondsAndAMissingPythonIsReported) {
   EXPECT_NE(failure.find("/nonexistent/python"), std::string::npos) << failure;
 }
 
-TEST(Lab07Roofline, PeaksAreMeasuredAndIntensitiesFollowTheirCounts) {
-  const auto roofline = lab07::measure_roofline(gpt::GPTConfig::tiny(), 2, 16, kCpu, 128, 8, {1, 3});
-  const auto& peaks = roofline.peaks;
-  EXPECT_GT(peaks.fp32_flops, 0);
-  EXPECT_GT(peaks.bf16_flops, 0);
-  EXPECT_GT(peaks.copy_bytes, 0);
-  EXPECT_GT(peaks.triad_bytes, 0);
-  EXPECT_DOUBLE_EQ(peaks.ridge(), peaks.fp32_flops / peaks.bandwidth());
-  EXPECT_DOUBLE_EQ(lab07::attainable_flops(peaks, 1e9), peaks.fp32_flops) << "far right: the compute roof";
-  EXPECT_DOUBLE_EQ(lab07::attainable_flops(peaks, 1e-6), 1e-6 * peaks.bandwidth()) << "far left: the memory roof";
-
-  // The roofs and the ops ran in the same rounds; a roof is its best round, an op its median.
-  ASSERT_EQ(roofline.timings.sides.size(), lab07::kRoofSides + 6);
-  EXPECT_EQ(roofline.timings.sides[lab07::kFp32Matmul].samples_ms.size(), 3u);
-  EXPECT_DOUBLE_EQ(peaks.fp32_flops, roofline.matmul_flops / (roofline.timings.sides[lab07::kFp32Matmul].min_ms / 1e3));
-  EXPECT_EQ(roofline.elementwise_peak_share().count, 3);
-  const auto& points = roofline.points;
-  std::map<std::string, lab07::OpPoint> by_id;
-  for (const auto& p : points) {
-    EXPECT_GT(p.ms, 0) << p.id;
-    by_id[p.id] = p;
-  }
-  ASSERT_EQ(by_id.size(), 6u);
-  // Elementwise ops: FLOPs per element over 8 bytes (4 read, 4 written); AdamW 14 FLOPs over 7 float arrays.
-  EXPECT_DOUBLE_EQ(by_id.at("gelu").intensity(), 9.0 / 8);
-  EXPECT_DOUBLE_EQ(by_id.at("layer_norm").intensity(), 8.0 / 8);
-  EXPECT_DOUBLE_EQ(by_id.at("softmax").intensity(), 5.0 / 8);
-  EXPECT_DOUBLE_EQ(by_id.at("adamw").intensity(), 14.0 / 28);
-  for (const auto& id : {"gelu", "layer_norm", "softmax", "adamw"}) EXPECT_TRUE(by_id.at(id).elementwise) << id;
-  // (32 x 64) x (64 x 256): 2*32*64*256 FLOPs over 4*(32*64 + 256*64 + 256 + 32*256) bytes.
-  EXPECT_DOUBLE_EQ(by_id.at("matmul_mlp").flops, 2.0 * 32 * 64 * 256);
-  EXPECT_DOUBLE_EQ(by_id.at("matmul_mlp").bytes, 4.0 * (32 * 64 + 256 * 64 + 256 + 32 * 256));
-  EXPECT_DOUBLE_EQ(by_id.at("matmul_lm_head").flops, 2.0 * 32 * 64 * 50257);
-  EXPECT_DOUBLE_EQ(by_id.at("matmul_lm_head").bytes, 4.0 * (32 * 64 + 50257 * 64 + 32 * 50257));
-  EXPECT_GT(by_id.at("matmul_lm_head").intensity(), 5 * by_id.at("gelu").intensity());
-}
-
 TEST(Lab07Feeding, DocumentBatchesAreDeterministicShiftedAndPinnedOnlyWhenAsked) {
   SPEEDLABS_REQUIRE_DATA({datasets::kShakespearePath, datasets::kVocabBpePath});
   const auto dir = datasets::resolve_data_dir();
@@ -231,6 +194,69 @@ std::vector<std::string> readme_ids() {
   return ids;
 }
 
+// FLOPs and bytes from the shapes the profiler records, on the shapes of libtorch's own calls.
+TEST(Lab07Accounting, FlopsAndBytesFromShapes) {
+  EXPECT_DOUBLE_EQ(lab07::matmul_flops_of("aten::mm", {{32, 64}, {64, 256}}), 2.0 * 32 * 64 * 256);
+  EXPECT_DOUBLE_EQ(lab07::matmul_flops_of("aten::addmm", {{256}, {32, 64}, {64, 256}, {}, {}}), 2.0 * 32 * 64 * 256);
+  EXPECT_DOUBLE_EQ(lab07::matmul_flops_of("aten::bmm", {{8, 16, 4}, {8, 4, 16}}), 2.0 * 8 * 16 * 4 * 16);
+  const std::vector<int64_t> q{2, 4, 16, 8};  // B, H, T, D
+  EXPECT_DOUBLE_EQ(lab07::matmul_flops_of("aten::_scaled_dot_product_flash_attention_for_cpu", {q, q, q, {}}),
+                   4.0 * 2 * 4 * 16 * 16 * 8);
+  EXPECT_DOUBLE_EQ(
+      lab07::matmul_flops_of("aten::_scaled_dot_product_flash_attention_for_cpu_backward", {q, q, q, q, q, {2, 4, 16}}),
+      8.0 * 2 * 4 * 16 * 16 * 8);
+  EXPECT_EQ(lab07::matmul_flops_of("aten::scaled_dot_product_attention", {q, q, q}), 0) << "the dispatcher";
+  EXPECT_EQ(lab07::matmul_flops_of("aten::linear", {{32, 64}, {256, 64}, {256}}), 0) << "counted through addmm";
+  EXPECT_EQ(lab07::matmul_flops_of("aten::gelu", {{32, 256}, {}}), 0);
+  // Inputs read, one output as large as the largest input written; scalars move nothing.
+  EXPECT_DOUBLE_EQ(lab07::tensor_bytes("aten::gelu", {{32, 256}, {}}, {"float", ""}), 2.0 * 32 * 256 * 4);
+  EXPECT_DOUBLE_EQ(lab07::tensor_bytes("aten::add", {{32, 256}, {32, 256}, {}}, {"float", "c10::BFloat16", "Scalar"}),
+                   32.0 * 256 * (4 + 2 + 4));
+  // An embedding moves its looked-up rows, not its whole table.
+  EXPECT_DOUBLE_EQ(lab07::tensor_bytes("aten::embedding", {{100, 64}, {2, 16}, {}}, {"float", "long int", "Scalar"}),
+                   32.0 * 8 + 2 * 32.0 * 64 * 4);
+  EXPECT_TRUE(lab07::is_metadata_op("aten::view"));
+  EXPECT_FALSE(lab07::is_metadata_op("aten::copy_"));
+}
+
+TEST(Lab07Accounting, PartsAddUpToTheProfiledStep) {
+  lab07::StepProfile profile;
+  profile.step_ms = 10;
+  profile.range_ms = {{"data", 0.5}, {"forward", 3}, {"backward", 4}, {"optimizer", 2}};
+  profile.top_level = {{"aten::linear", "forward", 2.0, 1e9, 0, false}, {"aten::gelu", "forward", 0.5, 0, 4e6, false},
+                       {"aten::view", "forward", 0.002, 0, 0, true},    {"aten::mm", "backward", 3.0, 2e9, 0, false},
+                       {"aten::add_", "optimizer", 1.0, 0, 8e6, false}, {"aten::to", "data", 0.1, 0, 1e3, false}};
+  const auto account = lab07::account_step(profile, 1.0);  // 1 us per op
+  EXPECT_EQ(account.ops, 4) << "forward's and backward's top-level ops";
+  EXPECT_DOUBLE_EQ(account.overhead_ms, 3 * 0.001 + 0.002) << "1 us each; a view is all overhead";
+  EXPECT_DOUBLE_EQ(account.matmul_ms, 2.0 + 3.0 - 2 * 0.001);
+  EXPECT_DOUBLE_EQ(account.matmul_flops, 3e9);
+  EXPECT_DOUBLE_EQ(account.memory_ms, 0.5 - 0.001);
+  EXPECT_DOUBLE_EQ(account.memory_bytes, 4e6);
+  EXPECT_DOUBLE_EQ(account.data_ms, 0.5);
+  EXPECT_DOUBLE_EQ(account.optimizer_ms, 2);
+  EXPECT_NEAR(account.idle_ms, 10 - 0.5 - 2 - (2 + 0.5 + 0.002 + 3), 1e-12);
+  EXPECT_NEAR(account.sum_ms(), profile.step_ms, 1e-12);
+}
+
+// A real profiled step: the matmuls its shapes show are forward's, three times (forward, and the gradients of
+// the inputs and of the weights), and the step's parts add up to it.
+TEST(Lab07Accounting, AProfiledStepsMatmulsAreThreeTimesTheForwardFlops) {
+  TinyRun run;
+  run.step();
+  const auto profile = lab07::profile_step([&] { return run.step(); }, kCpu, "");
+  const auto account = lab07::account_step(profile, 1.0);
+  const double bt = 2 * 16, c = 64, heads = 4, t = 16, layers = 2;
+  const double per_layer = 2 * bt * c * (3 * c) + 2 * bt * c * c + 2 * 2 * bt * c * (4 * c) +
+                           4 * 2 * heads * t * t * (c / heads);    // qkv, projection, the MLP, attention
+  const double forward = layers * per_layer + 2 * bt * c * 50257;  // and the lm_head
+  EXPECT_NEAR(account.matmul_flops / (3 * forward), 1.0, 1e-9);
+  EXPECT_GT(account.memory_bytes, 0);
+  EXPECT_GT(account.ops, 20);
+  EXPECT_NEAR(account.sum_ms(), profile.step_ms, 1e-9);
+  EXPECT_GE(account.idle_ms, 0) << "ops on one thread do not overlap";
+}
+
 // One --quick run of the whole experiment on the CPU, with the Python peer when one is configured.
 TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   SPEEDLABS_REQUIRE_DATA({datasets::kShakespearePath, datasets::kVocabBpePath});
@@ -281,6 +307,25 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   for (const auto& id : {"matmul_mlp", "matmul_lm_head", "gelu", "layer_norm", "softmax", "adamw"}) {
     EXPECT_TRUE(report.has(std::string("roofline_") + id)) << id;
   }
+  // The step accounted: its parts add up to their sum, which is held against the step timed without the profiler.
+  const auto& accounted = report.at("step_time_accounted");
+  EXPECT_TRUE(accounted.must_hold);
+  EXPECT_TRUE(speedlabs::testing::timed_holds_unless_undecided(accounted)) << accounted.measured.dump();
+  double parts_ms = 0;
+  for (const auto& [key, value] : accounted.measured.at("parts").items()) {
+    if (key.size() > 3 && key.compare(key.size() - 3, 3, "_ms") == 0) parts_ms += value.get<double>();
+  }
+  EXPECT_NEAR(parts_ms, accounted.measured.at("sum_ms").get<double>(), 1e-9);
+  // Both MFUs: the same model FLOPs over the same step, divided by the measured and by the theoretical peak.
+  const auto& mfu = report.at("step_mfu").measured;
+  EXPECT_FALSE(report.at("step_mfu").must_hold);
+  const double flop_per_s = mfu.at("model_flops_per_step").get<double>() / (mfu.at("step_ms").get<double>() / 1e3);
+  EXPECT_NEAR(mfu.at("mfu_measured_peak").get<double>(), flop_per_s / mfu.at("measured_peak_flops").get<double>(),
+              1e-12);
+  EXPECT_NEAR(mfu.at("mfu_theoretical_peak").get<double>(), flop_per_s / mfu.at("theoretical_peak_flops").get<double>(),
+              1e-12);
+  EXPECT_GT(mfu.at("mfu_theoretical_peak").get<double>(), 0) << "a CPU's peak is known: no null MFU";
+  EXPECT_TRUE(mfu.at("theoretical_inputs").contains("clock_source"));
   // The prefetch verdict is a timing on a shared machine: check that it applies its rule to what it measured.
   const auto& prefetch = report.at("prefetch_hides_loading");
   if (prefetch.verdict != Verdict::not_applicable) {
@@ -294,6 +339,7 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   }
   EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_top_ops.svg") || !fs::exists("/usr/bin/gnuplot"));
   EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_roofline.svg") || !fs::exists("/usr/bin/gnuplot"));
+  EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_step.svg") || !fs::exists("/usr/bin/gnuplot"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-/// @file labs/07_profile/roofline.h
+/// @file common/roofline.h
 /// @brief The roofline of this machine, measured: peak matmul FLOP/s and memory bandwidth, and the
 /// training step's main ops placed under it by their arithmetic intensity and achieved rate.
 #pragma once
@@ -10,12 +10,13 @@
 
 #include "common/gpt.h"
 #include "common/observations.h"
+#include "common/peaks.h"
 #include "common/timer.h"
 
-namespace lab07 {
+namespace speedlabs {
 
 /// The two roofs, as measured here.
-struct Peaks {
+struct MeasuredPeaks {
   double fp32_flops = 0;   ///< n^3 float32 matmul: 2 n^3 / time
   double bf16_flops = 0;   ///< the same in bfloat16 (0 when not measured)
   double copy_bytes = 0;   ///< bytes/s of dst.copy_(src): 2 arrays' bytes per element
@@ -47,12 +48,12 @@ enum RoofSide : size_t { kFp32Matmul, kBf16Matmul, kCopy, kTriad, kRoofSides };
 
 /// This machine's roofs and where the step's ops sit under them, all timed in the same rounds.
 struct Roofline {
-  Peaks peaks;                     ///< each roof from its best round (a peak is a maximum)
-  std::vector<OpPoint> points;     ///< each op from its median round
-  speedlabs::Interleaved timings;  ///< every round: the roofs (RoofSide order), then the ops (points order)
-  double matmul_flops = 0;         ///< FLOPs of one roof matmul
+  MeasuredPeaks peaks;          ///< each roof from its best round (a peak is a maximum)
+  std::vector<OpPoint> points;  ///< each op from its median round
+  Interleaved timings;          ///< every round: the roofs (RoofSide order), then the ops (points order)
+  double matmul_flops = 0;      ///< FLOPs of one roof matmul
   /// Per round: the largest share of that round's float32 matmul rate that any elementwise op reached.
-  speedlabs::Summary elementwise_peak_share() const;
+  Summary elementwise_peak_share() const;
 };
 
 /// Times the roofs (an @p matmul_size cubed matmul in float32 and bfloat16, a copy and a triad of
@@ -66,23 +67,38 @@ struct Roofline {
 /// @param matmul_size  n of the roof's n x n x n matmul
 /// @param stream_mib   MiB per array of the streams
 /// @param timing       warm-up and measured rounds
-Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
-                          const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
-                          const speedlabs::TimingOptions& timing);
+Roofline measure_roofline(const gpt::GPTConfig& model_config, int64_t batch, int64_t seq, const c10::Device& device,
+                          int64_t matmul_size, int64_t stream_mib, const TimingOptions& timing);
+
+/// One matmul format's measured rate.
+struct MatmulRate {
+  double flops = 0;           ///< the best repeat's FLOP/s (a peak is a maximum)
+  double median_flops = 0;    ///< the median repeat's, beside it: how typical the best was
+  double flops_per_call = 0;  ///< 2 n^3
+  TimingStats time;           ///< the repeats
+};
+
+/// Times an @p n cubed matmul in @p format on @p device (tf32: float32 under torch's "high" matmul precision,
+/// TF32 tensor cores where there are any; bf16 and fp16 in that dtype). Throws UsageError for n < 1.
+/// @param device where to run
+/// @param format the inputs' format
+/// @param n      the matrices' size
+/// @param timing warm-up and repeats
+MatmulRate measure_matmul_rate(const c10::Device& device, PeakFormat format, int64_t n, const TimingOptions& timing);
 
 /// The performance an op of @p intensity can reach under the float32 roofs: min(peak, intensity x bandwidth).
 /// @param peaks     the measured roofs
 /// @param intensity FLOP per byte
-double attainable_flops(const Peaks& peaks, double intensity);
+double attainable_flops(const MeasuredPeaks& peaks, double intensity);
 
 /// Prints the roofs and, for each op, its intensity, rate and share of the roof.
 /// @param peaks  the measured roofs
 /// @param points the ops
-void print_roofline(const Peaks& peaks, const std::vector<OpPoint>& points);
+void print_roofline(const MeasuredPeaks& peaks, const std::vector<OpPoint>& points);
 
 /// Records peak_matmul_flops, peak_bandwidth, roofline_<op> for each op and elementwise_ops_are_memory_bound.
 /// @param roofline measure_roofline()'s result
 /// @param report   receives the observations
-void observe_roofline(const Roofline& roofline, speedlabs::Report& report);
+void observe_roofline(const Roofline& roofline, Report& report);
 
-}  // namespace lab07
+}  // namespace speedlabs

@@ -1,4 +1,4 @@
-#include "roofline.h"
+#include "common/roofline.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,12 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/device.h"
+#include "common/errors.h"
 #include "common/format.h"
+#include "common/precision.h"
 
-namespace lab07 {
+namespace speedlabs {
 
 using nlohmann::json;
-using speedlabs::fixed;
 
 namespace {
 
@@ -44,8 +45,8 @@ double gflops(double flops) { return flops / 1e9; }
 // Every number of the roofline obeys the roofs it was measured under: no op's point above the roof at its
 // intensity (a peak is the best rate this machine reached, so an op beating it means the roof was
 // mismeasured); a rate is positive.
-std::vector<speedlabs::Bound> roofline_bounds(const Roofline& roofline) {
-  std::vector<speedlabs::Bound> bounds;
+std::vector<Bound> roofline_bounds(const Roofline& roofline) {
+  std::vector<Bound> bounds;
   for (const auto& p : roofline.points) {
     bounds.push_back({p.id + "'s share of the roof at its intensity",
                       p.achieved_flops() / attainable_flops(roofline.peaks, p.intensity()), 0.0, 1 + kRoofTolerance});
@@ -53,8 +54,8 @@ std::vector<speedlabs::Bound> roofline_bounds(const Roofline& roofline) {
   return bounds;
 }
 
-speedlabs::Evidence roof_evidence(const Roofline& roofline, RoofSide side) {
-  speedlabs::Evidence e;
+Evidence roof_evidence(const Roofline& roofline, RoofSide side) {
+  Evidence e;
   e.value = roofline.timings.sides[side].summary();
   e.contention = roofline.timings.contention;
   return e;
@@ -83,9 +84,8 @@ std::vector<std::function<void()>> roof_sides(const torch::TensorOptions& option
 }
 
 // The step's main ops at the step's shapes, each a point of @p roofline and a side after the roofs.
-void add_step_ops(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
-                  const torch::TensorOptions& options, const c10::Device& device, Roofline& roofline,
-                  std::vector<std::function<void()>>& sides) {
+void add_step_ops(const gpt::GPTConfig& model_config, int64_t batch, int64_t seq, const torch::TensorOptions& options,
+                  const c10::Device& device, Roofline& roofline, std::vector<std::function<void()>>& sides) {
   const double rows = static_cast<double>(batch * seq);  // B*T positions
   const double c = static_cast<double>(model_config.n_embd);
   const double v = static_cast<double>(model_config.vocab_size);
@@ -117,14 +117,14 @@ void add_step_ops(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, 
   add({"softmax", tag("log-softmax of the logits", v), true, kLogSoftmaxFlops * rows * v, 2 * kFloatBytes * rows * v},
       [logits] { torch::log_softmax(logits, -1); });
   // One AdamW update of every parameter of the model, with made-up gradients (the update does not care).
-  speedlabs::gpt::GPT model(model_config);
+  gpt::GPT model(model_config);
   model->to(device);
   double parameters = 0;
   for (auto& p : model->parameters()) {
     p.mutable_grad() = torch::randn_like(p) * 1e-3;
     parameters += static_cast<double>(p.numel());
   }
-  auto optimizer = std::make_shared<torch::optim::AdamW>(speedlabs::gpt::make_adamw(model, 1e-4));
+  auto optimizer = std::make_shared<torch::optim::AdamW>(gpt::make_adamw(model, 1e-4));
   add({"adamw", "AdamW update of all " + std::to_string(static_cast<int64_t>(parameters)) + " parameters", true,
        kAdamWFlops * parameters, kAdamWArrays * kFloatBytes * parameters},
       [optimizer] { optimizer->step(); });
@@ -132,9 +132,8 @@ void add_step_ops(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, 
 
 }  // namespace
 
-Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t batch, int64_t seq,
-                          const c10::Device& device, int64_t matmul_size, int64_t stream_mib,
-                          const speedlabs::TimingOptions& timing) {
+Roofline measure_roofline(const gpt::GPTConfig& model_config, int64_t batch, int64_t seq, const c10::Device& device,
+                          int64_t matmul_size, int64_t stream_mib, const TimingOptions& timing) {
   torch::NoGradGuard no_grad;
   const auto options = torch::TensorOptions().device(device);
   const double matmul_flops = 2.0 * static_cast<double>(matmul_size) * matmul_size * matmul_size;
@@ -147,7 +146,7 @@ Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t
 
   // Every round times each roof and each op once, so an op and the roof it is held against saw the same
   // machine. A roof is a maximum: its best round. An op's rate is its median.
-  roofline.timings = speedlabs::time_interleaved(sides, device, timing);
+  roofline.timings = time_interleaved(sides, device, timing);
   const auto& t = roofline.timings.sides;
   roofline.peaks.fp32_flops = flops_per_s(matmul_flops, t[kFp32Matmul].min_ms);
   roofline.peaks.bf16_flops = flops_per_s(matmul_flops, t[kBf16Matmul].min_ms);
@@ -158,7 +157,7 @@ Roofline measure_roofline(const speedlabs::gpt::GPTConfig& model_config, int64_t
   return roofline;
 }
 
-speedlabs::Summary Roofline::elementwise_peak_share() const {
+Summary Roofline::elementwise_peak_share() const {
   return timings.per_round([&](const std::vector<double>& ms) {
     const double peak = flops_per_s(matmul_flops, ms[kFp32Matmul]);
     double largest = 0;
@@ -169,14 +168,32 @@ speedlabs::Summary Roofline::elementwise_peak_share() const {
   });
 }
 
-double attainable_flops(const Peaks& peaks, double intensity) {
+MatmulRate measure_matmul_rate(const c10::Device& device, PeakFormat format, int64_t n, const TimingOptions& timing) {
+  if (n < 1) throw UsageError("the matmul size must be positive, not " + std::to_string(n));
+  torch::NoGradGuard no_grad;
+  const auto dtype = format == PeakFormat::bf16   ? torch::kBFloat16
+                     : format == PeakFormat::fp16 ? torch::kHalf
+                                                  : torch::kFloat;
+  const MatmulPrecisionScope precision(format == PeakFormat::tf32 ? "high" : "highest");
+  const auto options = torch::TensorOptions().device(device).dtype(dtype);
+  const auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
+  auto c = torch::empty({n, n}, options);
+  MatmulRate rate;
+  rate.time = time_ms([&] { at::mm_out(c, a, b); }, device, timing);
+  rate.flops_per_call = 2.0 * static_cast<double>(n) * n * n;
+  rate.flops = flops_per_s(rate.flops_per_call, rate.time.min_ms);
+  rate.median_flops = flops_per_s(rate.flops_per_call, rate.time.median_ms);
+  return rate;
+}
+
+double attainable_flops(const MeasuredPeaks& peaks, double intensity) {
   return std::min(peaks.fp32_flops, intensity * peaks.bandwidth());
 }
 
 // --- the roofline's table and observations
 // ----------------------------------------------------------------------------------
 
-void print_roofline(const Peaks& peaks, const std::vector<OpPoint>& points) {
+void print_roofline(const MeasuredPeaks& peaks, const std::vector<OpPoint>& points) {
   std::cout << "peaks: fp32 matmul " << fixed(gflops(peaks.fp32_flops), 1) << " GFLOP/s, bf16 matmul "
             << fixed(gflops(peaks.bf16_flops), 1) << " GFLOP/s; copy " << fixed(peaks.copy_bytes / 1e9, 1)
             << " GB/s, triad " << fixed(peaks.triad_bytes / 1e9, 1) << " GB/s; ridge " << fixed(peaks.ridge(), 2)
@@ -193,8 +210,8 @@ void print_roofline(const Peaks& peaks, const std::vector<OpPoint>& points) {
   }
 }
 
-void observe_roofline(const Roofline& roofline, speedlabs::Report& report) {
-  const Peaks& peaks = roofline.peaks;
+void observe_roofline(const Roofline& roofline, Report& report) {
+  const MeasuredPeaks& peaks = roofline.peaks;
   const auto positive = [](double ms) { return ms > 0; };
   report.decide("peak_matmul_flops", "the compute roof: FLOP/s of a large matmul, float32 and bfloat16, its best round",
                 {{"fp32", peaks.fp32_flops}, {"bf16", peaks.bf16_flops}}, "> 0 (reported)",
@@ -209,7 +226,7 @@ void observe_roofline(const Roofline& roofline, speedlabs::Report& report) {
     const auto& p = roofline.points[i];
     const bool memory_side = p.intensity() < peaks.ridge();
     const double of_peak = p.achieved_flops() / peaks.fp32_flops;
-    speedlabs::Evidence evidence;
+    Evidence evidence;
     evidence.value = roofline.timings.sides[kRoofSides + i].summary();
     evidence.contention = roofline.timings.contention;
     evidence.bounds = {bounds[i]};
@@ -231,7 +248,7 @@ void observe_roofline(const Roofline& roofline, speedlabs::Report& report) {
   }
   // Decided per round: the largest share of that round's matmul rate any elementwise op reached, held
   // against every op's point staying under the roof.
-  speedlabs::Evidence evidence;
+  Evidence evidence;
   evidence.value = roofline.elementwise_peak_share();
   evidence.contention = roofline.timings.contention;
   evidence.bounds = bounds;
@@ -244,4 +261,4 @@ void observe_roofline(const Roofline& roofline, speedlabs::Report& report) {
                 evidence, [&](double largest_share) { return left_of_ridge && largest_share < kFarBelowPeak; });
 }
 
-}  // namespace lab07
+}  // namespace speedlabs
