@@ -25,6 +25,9 @@
 namespace speedlabs {
 namespace {
 
+// Significant digits an answer or a measurement is shown with: enough that 1000.5 does not read as 1000.
+constexpr int kShownDigits = 6;
+
 const char* const kToleranceKeys[] = {"relative", "absolute", "factor", "side_of"};
 
 std::string at_line(const std::string& path, int line) { return path + ":" + std::to_string(line) + ": "; }
@@ -35,7 +38,7 @@ std::string text_of(const nlohmann::json& value) {
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number()) {
     std::ostringstream s;
-    s << std::setprecision(4) << value.get<double>();
+    s << std::setprecision(kShownDigits) << value.get<double>();
     return s.str();
   }
   return value.dump();

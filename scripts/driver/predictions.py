@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCES = ("relative", "absolute", "factor", "side_of")
 KEYS = {"id", "field", "question", "unit", "why", "answer", *TOLERANCES}
+SHOWN_DIGITS = 6  # significant digits of an answer or a measurement shown: 1000.5 must not read as 1000
 MACHINE_DEPENDENT = ("factor", "side_of")  # a band around, or a side of, this machine's measurement
 # The words a side_of question offers ("above or below 1?", "more or less than 10x?"): above its pivot, or not.
 ABOVE_WORDS = ("above", "more", "higher", "greater")
@@ -158,7 +159,7 @@ def text(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:.{SHOWN_DIGITS}g}"
     return str(value)
 
 

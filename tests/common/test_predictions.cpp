@@ -115,6 +115,7 @@ TEST(Predictions, EachToleranceSaysCloseOrOffAndByHowMuch) {
   EXPECT_EQ(status("maybe", 3.0, {Tolerance::Kind::side_of, 1}).status, Comparison::Status::off);
   EXPECT_EQ(status("maybe", 3.0, {Tolerance::Kind::side_of, 1}).detail,
             "answer a number, or above or below (more or less) 1");
+  EXPECT_EQ(status("x", 1000.5, {}).detail, "measured 1000.5") << "1000.5 never reads as 1000";
   EXPECT_EQ(status(INFINITY, "inf", {}).status, Comparison::Status::close)
       << "inf as TOML writes it, inf as the labs do";
   EXPECT_EQ(status("MEMORY", "memory", {}).status, Comparison::Status::close);

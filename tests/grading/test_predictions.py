@@ -102,6 +102,7 @@ class Files(unittest.TestCase):
         self.assertEqual(c("below", 0.4, ("side_of", 1))[0], "ok")
         self.assertEqual(c("maybe", 3.0, ("side_of", 1)),
                          ("off", "answer a number, or above or below (more or less) 1"))
+        self.assertEqual(c("x", 1000.5, ("exact", 0)), ("off", "measured 1000.5"))  # 1000.5 never reads as 1000
         self.assertEqual(c(float("inf"), "inf", ("exact", 0))[0], "ok")
         self.assertEqual(c("MEMORY", "memory", ("exact", 0))[0], "ok")
         self.assertEqual(c(True, False, ("exact", 0))[0], "off")
