@@ -18,6 +18,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -108,6 +109,11 @@ class Files(unittest.TestCase):
         self.assertEqual(c(True, False, ("exact", 0))[0], "off")
         self.assertEqual(c(None, 3.0, ("exact", 0))[0], "blank")
         self.assertEqual(c(3.0, {}, ("exact", 0))[0], "unmeasured")
+        # The words are the same lists in C++ (common/predictions.cpp) as here.
+        source = (ROOT / "common" / "predictions.cpp").read_text()
+        for name, words in (("kAboveWords", predictions.ABOVE_WORDS), ("kBelowWords", predictions.BELOW_WORDS)):
+            listed = re.search(name + r"\[\] = \{([^}]*)\}", source)
+            self.assertEqual(tuple(re.findall(r'"(\w+)"', listed.group(1))), words, name)
         # A run that could not decide an observation grades no prediction of it (a busy machine's numbers).
         q = predictions.read_text('[[question]]\nid = "r"\nquestion = "q"\nunit = "x"\nside_of = 1\nanswer = 0.5\n', "p.toml")[0]
         undecided = {"observations": [{"id": "r", "verdict": "inconclusive", "reason": "busy", "measured": 3.0}]}
