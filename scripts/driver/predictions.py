@@ -306,7 +306,8 @@ def student_run_path(lab):
 
 def make_student_run(lab, path):
     """Runs lab @p lab here the way the student does (./lab run NN, which builds it first), --quick, its report
-    written to @p path; its output goes to .cache/check-run-NN.log."""
+    written to @p path; its output goes to .cache/check-run-NN.log. Returns the output's last line (why a run
+    that wrote no report stopped: an exercise still a stub, say)."""
     log = ROOT / ".cache" / f"check-run-{lab}.log"
     print(f"lab {lab}: no run of yours to compare your predictions with yet: running ./lab run {lab} --quick "
           f"(output in .cache/{log.name})", file=sys.stderr, flush=True)
@@ -315,18 +316,21 @@ def make_student_run(lab, path):
     with open(log, "w", encoding="utf-8") as out:
         subprocess.run([str(ROOT / "lab"), "run", lab, "--quick", "--json", str(path)], cwd=ROOT, stdout=out,
                        stderr=subprocess.STDOUT, check=False)
+    lines = [l for l in log.read_text(encoding="utf-8", errors="replace").splitlines() if l.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 def student_run(lab, make=True):
     """(report, where) of the student's latest run of lab @p lab on this machine (student_run_path), made first
     when there is none and @p make; where says which run it is, with its time. (None, why) when there is none."""
     path = student_run_path(lab)
-    if make and not path.exists():
-        make_student_run(lab, path)
+    stopped = make_student_run(lab, path) if make and not path.exists() else None
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        if stopped is not None:
+            return None, f"no run of yours of lab {lab} to compare with: ./lab run {lab} --quick stopped: {stopped}"
         return None, f"no run of yours of lab {lab} to compare with: ./lab run {lab} --quick --json {shown} makes one"
     when = datetime.datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
     return report, f"your run of {when} on this machine ({shown})"
