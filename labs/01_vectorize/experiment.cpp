@@ -5,10 +5,15 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "common/device.h"
 #include "common/format.h"
 #include "exercise.h"
+#ifdef LAB01_ISA_BUILDS
+#include "isa_sums.h"
+#endif
 
 namespace lab01 {
 
@@ -32,7 +37,24 @@ Config quick_config() {
   config.n = 100'000;
   config.fast = {2, 10, 30, 0.05, 1.0};
   config.element_loop = {0, 3};
+  config.isa_passes = 256;
+  config.isa = {2, 10, 30, 0.05, 1.0};
   return config;
+}
+
+std::vector<IsaBuild> isa_builds() {
+#ifdef LAB01_ISA_BUILDS
+  // Run-time checks: the program may run on another CPU than the one it was built on. They also ask whether
+  // the OS saves the wide registers (the AVX and AVX-512 state), which a CPU flag alone does not say.
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  return {{"sse2", 4, true, {sse2::sum_loop, sse2::sum_simd_loop, sse2::sum_eigen}},
+          {"avx2", 8, avx2, {avx2::sum_loop, avx2::sum_simd_loop, avx2::sum_eigen}},
+          {"avx512", 16, avx512, {avx512::sum_loop, avx512::sum_simd_loop, avx512::sum_eigen}}};
+#else
+  return {};
+#endif
 }
 
 namespace {
@@ -168,6 +190,115 @@ void observe_reported_ratios(const speedlabs::Interleaved& fast, speedlabs::Repo
   }
 }
 
+const char* const kIsaKernelNames[kIsaKernels] = {"loop", "simd_loop", "eigen"};
+const char* const kIsaAgreeClaim =
+    "every build's loop, SIMD loop and Eigen sum gives the same float sum, within the rounding of its order of "
+    "additions";
+const char* const kIsaAgreeRule = "max |sum - exact| / sum|x| <= (n - 1) * 2^-24";
+const char* const kIsaSpeedupClaim =
+    "the same code built for wider registers sums faster where the order may change (Eigen, omp simd), and not "
+    "for a plain loop: each build's speed-up over SSE2";
+const char* const kIsaSpeedupRule = "Eigen's sum, SSE2 time / widest build's time, per round, > 1, reported";
+
+/// The per-ISA builds this CPU runs and their sums, timed interleaved: side kernel * builds + build.
+struct IsaMeasured {
+  std::vector<IsaBuild> builds;  ///< narrowest first
+  std::string missing;           ///< the builds this CPU cannot run, or "none"
+  double exact = 0;              ///< the sum in double: exact to far below float's rounding
+  double magnitude = 0;          ///< the sum of |x|, the scale of every order's rounding error
+  std::vector<float> sums;       ///< by side
+  speedlabs::Interleaved timed;
+  size_t side(int kernel, size_t build) const { return kernel * builds.size() + build; }
+};
+
+IsaMeasured measure_isa_builds(const Config& config) {
+  IsaMeasured m;
+  for (const IsaBuild& build : isa_builds()) {
+    if (build.supported) {
+      m.builds.push_back(build);
+    } else {
+      m.missing += (m.missing.empty() ? "" : ", ") + std::string(build.name);
+    }
+  }
+  if (m.missing.empty()) m.missing = "none";
+  if (m.builds.size() < 2) return m;
+  torch::manual_seed(config.seed);
+  const torch::Tensor x = torch::randn({config.isa_values}, torch::dtype(torch::kFloat32));
+  const float* data = x.data_ptr<float>();
+  m.exact = x.to(torch::kFloat64).sum().item<double>();
+  m.magnitude = x.abs().to(torch::kFloat64).sum().item<double>();
+  m.sums.resize(kIsaKernels * m.builds.size());
+  std::vector<std::function<void()>> sides;
+  for (int kernel = 0; kernel < kIsaKernels; ++kernel) {
+    for (size_t b = 0; b < m.builds.size(); ++b) {
+      const auto sum = m.builds[b].sum[kernel];
+      float* result = &m.sums[m.side(kernel, b)];
+      sides.push_back([sum, result, data, &config] {
+        for (int pass = 0; pass < config.isa_passes; ++pass) *result = sum(data, config.isa_values);
+      });
+    }
+  }
+  m.timed = speedlabs::time_interleaved(sides, c10::Device(c10::kCPU), config.isa);
+  return m;
+}
+
+void print_isa_builds(const Config& config, const IsaMeasured& m) {
+  using speedlabs::fixed;
+  std::cout << "\nThe same float sum of " << config.isa_values << " N(0,1) values (in the L1 cache), built for each "
+            << "instruction set; ns per value, median (not on this CPU: " << m.missing << "):\n  " << std::left
+            << std::setw(8) << "build" << std::right << std::setw(7) << "lanes";
+  for (const char* kernel : kIsaKernelNames) std::cout << std::setw(12) << kernel;
+  std::cout << "\n";
+  const double values_per_call = double(config.isa_values) * config.isa_passes;
+  for (size_t b = 0; b < m.builds.size(); ++b) {
+    std::cout << "  " << std::left << std::setw(8) << m.builds[b].name << std::right << std::setw(7)
+              << m.builds[b].float_lanes;
+    for (int kernel = 0; kernel < kIsaKernels; ++kernel) {
+      std::cout << std::setw(12) << fixed(m.timed.sides[m.side(kernel, b)].median_ms * 1e6 / values_per_call, 4);
+    }
+    std::cout << "\n";
+  }
+}
+
+void observe_isa_sums_agree(const Config& config, const IsaMeasured& m, speedlabs::Report& report) {
+  // Each kernel adds the same floats in its own order (one chain; one partial sum per lane; Eigen's two
+  // packets of lanes). Any order of n additions errs by at most (n - 1) * u * sum|x| (u = 2^-24, float's
+  // unit roundoff), so that bound, against the sum in double, is what every build must meet.
+  const double unit_roundoff = std::ldexp(1.0, -24);
+  const double bound = (config.isa_values - 1) * unit_roundoff * m.magnitude;
+  double worst = 0;
+  for (float sum : m.sums) worst = std::max(worst, std::abs(sum - m.exact));
+  report.check("same_sum_per_isa_agrees", kIsaAgreeClaim, worst / m.magnitude, kIsaAgreeRule, worst <= bound);
+}
+
+void observe_same_sum_per_isa(const IsaMeasured& m, speedlabs::Report& report) {
+  const size_t widest = m.builds.size() - 1;
+  nlohmann::json measured = {{"widest", m.builds[widest].name}, {"missing", m.missing}};
+  for (int kernel = 0; kernel < kIsaKernels; ++kernel) {
+    for (size_t b = 1; b <= widest; ++b) {
+      measured[std::string(kIsaKernelNames[kernel]) + "_speedup"][m.builds[b].name] =
+          m.timed.ratio(m.side(kernel, 0), m.side(kernel, b)).median;
+    }
+  }
+  const auto eigen_widest = m.timed.ratio(m.side(kIsaEigen, 0), m.side(kIsaEigen, widest));
+  report.decide(
+      "same_sum_per_isa", kIsaSpeedupClaim, measured, kIsaSpeedupRule, evidence(eigen_widest, m.timed.contention),
+      [](double r) { return r > 1.0; }, false);
+}
+
+void observe_isa_builds(const Config& config, speedlabs::Report& report) {
+  const IsaMeasured m = measure_isa_builds(config);
+  if (m.builds.size() < 2) {
+    const std::string reason = m.builds.empty() ? "not an x86-64 CPU" : "this CPU runs only the SSE2 build";
+    report.not_applicable("same_sum_per_isa_agrees", kIsaAgreeClaim, kIsaAgreeRule, reason);
+    report.not_applicable("same_sum_per_isa", kIsaSpeedupClaim, kIsaSpeedupRule, reason, false);
+    return;
+  }
+  print_isa_builds(config, m);
+  observe_isa_sums_agree(config, m, report);
+  observe_same_sum_per_isa(m, report);
+}
+
 }  // namespace
 
 void run(const Config& config, speedlabs::Report& report) {
@@ -176,6 +307,7 @@ void run(const Config& config, speedlabs::Report& report) {
   observe_same_result(measured, report);
   observe_vectorised_speedup(measured.slow, report);
   observe_reported_ratios(measured.fast, report);
+  observe_isa_builds(config, report);
 }
 
 }  // namespace lab01
