@@ -58,14 +58,17 @@ TEST(Lab04Observations, CpuRunRecordsEveryObservation) {
     EXPECT_EQ(report.at(id).measured.at("batch"), 64) << id;
   }
   const auto& ratio = report.at("cpu_bf16_vs_fp32");
-  EXPECT_FALSE(ratio.must_hold);  // what it shows depends on the CPU; it is reported, not required
+  // The lesson's 2x must hold only on a CPU without bfloat16 instructions; on one with them it is reported.
+  const auto& seen = ratio.measured;
+  EXPECT_EQ(ratio.must_hold, seen.at("cpu_features_known").get<bool>() && !seen.at("avx512_bf16").get<bool>() &&
+                                 !seen.at("amx_bf16").get<bool>());
   EXPECT_TRUE(timed_with_evidence(ratio));
   EXPECT_GT(ratio.measured.at("ratio_bf16_over_fp32").get<double>(), 0.0);
   // fp32 and bf16 ran in the same rounds: one ratio per round.
   EXPECT_EQ(ratio.evidence["value"]["count"], 3);
   if (ratio.verdict != speedlabs::Verdict::inconclusive) {
     EXPECT_EQ(ratio.verdict == speedlabs::Verdict::holds,
-              ratio.measured.at("ratio_bf16_over_fp32").get<double>() > 1.0);
+              ratio.measured.at("ratio_bf16_over_fp32").get<double>() >= 2.0);
   }
   EXPECT_TRUE(report.at("first_call_slower_than_median").measured.contains("cpu"));
   EXPECT_TRUE(timed_with_evidence(report.at("first_call_slower_than_median")));
@@ -84,7 +87,11 @@ TEST(Lab04Observations, CpuRunRecordsEveryObservation) {
     EXPECT_EQ(report.at(id).verdict, speedlabs::Verdict::not_applicable) << id;
     EXPECT_FALSE(report.at(id).reason.empty()) << id;
   }
-  EXPECT_NE(report.exit_code(), speedlabs::kExitObservationFailed);
+  // Whether bf16 reaches the lesson's 2x on this CPU is what the program's exit code reports; here the rest must
+  // not fail.
+  for (const auto& o : report.observations()) {
+    if (o.id != "cpu_bf16_vs_fp32") EXPECT_FALSE(o.must_hold && o.verdict == speedlabs::Verdict::fails) << o.id;
+  }
 }
 
 }  // namespace
