@@ -19,6 +19,7 @@
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/token_cache.h"
+#include "mfu.h"
 #include "training.h"
 
 namespace lab05 {
@@ -37,6 +38,15 @@ Config quick_config() {
 }
 
 int warmup_steps(int steps) { return std::max(1, steps / 10); }
+
+speedlabs::Summary timed_steps(const ModeResult& r, const Config& config) {
+  std::vector<double> ms;
+  for (const auto& s : r.steps) {
+    if (s.step >= warmup_steps(config.steps)) ms.push_back(s.ms);
+  }
+  if (ms.empty()) ms.push_back(r.steps.back().ms);  // a one-step run: its warm-up step, a single sample
+  return speedlabs::summarize_samples(ms);
+}
 
 namespace {
 
@@ -93,17 +103,6 @@ double max_loss_gap(const ModeResult& mode, const ModeResult& fp32, const Config
     reference.push_back(fp32.steps[i].loss);
   }
   return speedlabs::max_abs_gap(mine, reference);
-}
-
-// The step times (ms) after the warm-up steps, summarised: the samples every rate of the mode comes from
-// (a one-step run has only its warm-up step: that one, a single sample).
-speedlabs::Summary timed_steps(const ModeResult& r, const Config& config) {
-  std::vector<double> ms;
-  for (const auto& s : r.steps) {
-    if (s.step >= warmup_steps(config.steps)) ms.push_back(s.ms);
-  }
-  if (ms.empty()) ms.push_back(r.steps.back().ms);
-  return speedlabs::summarize_samples(ms);
 }
 
 // @p slower's step time over @p faster's at the same step, for every timed step (after the warm-up; a
@@ -373,6 +372,7 @@ std::vector<ModeResult> run(const Config& config, const c10::Device& device, spe
   if (results.empty()) throw speedlabs::RuntimeFailure("no precision mode can run on " + device.str());
   print_comparison(results, skipped, device, config);
   record_observations(results, skipped, config, device, report);
+  record_mfu(results, config, model_config, device, report);
   report_outputs(results, config, device);
   return results;
 }

@@ -92,7 +92,7 @@ RungResult RungRunner::cuda_graph(const Shape& shape) const {
     result.reason = std::string("the capture or replay failed: ") + error.what_without_backtrace();
     return result;
   }
-  summarize_times(result, times, kGraphEagerSteps);
+  summarize_times(Rung::cuda_graph, result, times, kGraphEagerSteps);
   result.peak_bytes = speedlabs::peak_memory_bytes(device);
   const auto host_losses = losses.cpu();
   result.losses = std::vector<double>(host_losses.data_ptr<float>(), host_losses.data_ptr<float>() + total_steps());

@@ -12,6 +12,7 @@
 #include "common/host_memory.h"
 #include "common/memory.h"
 #include "common/process.h"
+#include "common/roofline.h"
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
@@ -45,27 +46,31 @@ Config quick_config() {
 }
 
 double flops_per_token(int64_t n_params_without_wpe, int64_t n_layer, int64_t n_head, int64_t head_size, int64_t seq) {
-  return 6.0 * static_cast<double>(n_params_without_wpe) +
-         12.0 * static_cast<double>(n_layer) * static_cast<double>(n_head) * static_cast<double>(head_size) *
-             static_cast<double>(seq);
+  return speedlabs::model_flops_per_token(static_cast<double>(n_params_without_wpe), n_layer, n_head * head_size, seq);
 }
 
-MatmulPeak measure_bf16_matmul(const c10::Device& device, int64_t n) {
-  if (n < 1) throw speedlabs::UsageError("the matmul size must be positive, not " + std::to_string(n));
-  const auto options = torch::TensorOptions().device(device).dtype(torch::kBFloat16);
-  const auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
-  auto c = torch::empty({n, n}, options);
+namespace {
+
+// Every matmul peak of the ladder: 3 warm-up calls, then 10 to 30 repeats within a second.
+speedlabs::TimingOptions peak_timing() {
   speedlabs::TimingOptions timing;
   timing.warmup = 3;
   timing.repeats = 10;
   timing.max_repeats = 30;
   timing.budget_s = 1.0;
+  return timing;
+}
+
+}  // namespace
+
+MatmulPeak measure_bf16_matmul(const c10::Device& device, int64_t n) {
+  const auto rate = speedlabs::measure_matmul_rate(device, speedlabs::PeakFormat::bf16, n, peak_timing());
   MatmulPeak peak;
-  peak.time = speedlabs::time_ms([&] { at::mm_out(c, a, b); }, device, timing);
-  peak.flops = 2.0 * static_cast<double>(n) * n * n;
+  peak.time = rate.time;
+  peak.flops = rate.flops_per_call;
   // A peak is a maximum: the best repeat. The median one, beside it, says how typical that was.
-  peak.tflops = peak.flops / (peak.time.min_ms / 1e3) / 1e12;
-  peak.median_tflops = peak.flops / (peak.time.median_ms / 1e3) / 1e12;
+  peak.tflops = rate.flops / 1e12;
+  peak.median_tflops = rate.median_flops / 1e12;
   return peak;
 }
 
@@ -100,7 +105,8 @@ namespace {
 double observe_bf16_peak(const Config& config, const c10::Device& device, speedlabs::Report& report) {
   const MatmulPeak peak = measure_bf16_matmul(device, config.matmul_size);
   const double tflops = peak.tflops;
-  // Is the timed kernel right? bf16 rounds each output to 8 significant bits (2^-9 relative) and the
+  // Is the timed kernel right? bf16 rounds each output to 8 significant bits (7 stored and the implicit leading
+  // one: at most 2^-8 relative) and the
   // sums are kept in float32, so the relative Frobenius error against float32 on the same inputs is ~1e-3.
   const auto a = torch::randn({256, 256}, torch::TensorOptions().device(device)).to(torch::kBFloat16);
   const auto exact = torch::mm(a.to(torch::kFloat), a.to(torch::kFloat));
@@ -123,6 +129,23 @@ double observe_bf16_peak(const Config& config, const c10::Device& device, speedl
   std::cout << "bf16 matmul (" << config.matmul_size << "^3): " << flops_rate(tflops) << " at best, "
             << flops_rate(peak.median_tflops) << " median on " << speedlabs::describe(device) << "\n";
   return tflops;
+}
+
+// The peaks the rungs' MFUs divide by: the bf16 matmul just measured, fp32 and tf32 measured alike (tf32 under
+// torch's "high" precision, as the tf32 rung runs), and the theoretical peak of each format.
+MfuPeaks measure_peaks(const Config& config, const c10::Device& device, double bf16_tflops) {
+  MfuPeaks peaks;
+  peaks.measured_tflops[speedlabs::PeakFormat::bf16] = bf16_tflops;
+  for (const auto format : {speedlabs::PeakFormat::fp32, speedlabs::PeakFormat::tf32}) {
+    peaks.measured_tflops[format] =
+        speedlabs::measure_matmul_rate(device, format, config.matmul_size, peak_timing()).flops / 1e12;
+  }
+  for (const auto& [format, tflops] : peaks.measured_tflops) {
+    peaks.theoretical[format] = speedlabs::theoretical_peak(device, format);
+    std::cout << speedlabs::to_string(format) << " matmul peak: " << flops_rate(tflops) << " measured; theoretical "
+              << peaks.theoretical[format].what << "\n";
+  }
+  return peaks;
 }
 
 // What the table's notes say about a rung, beyond its numbers.
@@ -173,7 +196,7 @@ std::string run_peers(const Config& config, const RungRunner& runner, const Shap
   for (auto& peer : ran) {
     peer.contention = contention;
     peer.tflops = runner.useful_flops_per_step / (peer.median_ms / 1e3) / 1e12;
-    peer.mfu = mfu_of(peer.tflops, runner.bf16_tflops, device);
+    runner.peaks.apply(peer, peer_format(peer.name));
     peer.detail = std::string("Python ") +
                   (peer.name.find("compile") != std::string::npos ? "torch.compile" : "eager") +
                   ", reference model (written-out attention)";
@@ -224,6 +247,7 @@ LadderResult run(const Config& config, const c10::Device& device, speedlabs::Rep
 
   LadderResult ladder;
   ladder.bf16_matmul_tflops = observe_bf16_peak(config, device, report);
+  ladder.peaks = measure_peaks(config, device, ladder.bf16_matmul_tflops);
   // The rungs and the Python peers (child processes) run under one host-allocator policy that keeps
   // freed memory: with glibc's defaults every CPU step page-faults its big buffers in again, a cost the
   // ladder is not about and one that hits the C++ and Python sides unequally.
@@ -238,7 +262,7 @@ LadderResult run(const Config& config, const c10::Device& device, speedlabs::Rep
                                          static_cast<double>(shape.batch * shape.seq);
     RungRunner runner{config.warmup, config.steps, config.lr, device, model_config, weights, batches};
     runner.useful_flops_per_step = useful_flops_per_step;
-    runner.bf16_tflops = ladder.bf16_matmul_tflops;
+    runner.peaks = ladder.peaks;
     climb(runner, config.top, shape, ladder.rungs);
     if (!config.python.empty()) peer_failures[shape.name()] = run_peers(config, runner, shape, ladder.peers);
   }

@@ -52,7 +52,8 @@ Config quick_config();
 
 /// The whole run.
 struct LadderResult {
-  double bf16_matmul_tflops = 0;  ///< the measured peak (the best of the timed repeats), the MFU's denominator
+  double bf16_matmul_tflops = 0;  ///< the measured bf16 peak (the best of the timed repeats)
+  MfuPeaks peaks;                 ///< every format's measured and theoretical peak, the MFUs' denominators
   std::vector<RungResult> rungs;  ///< every rung at every shape, in order
   std::vector<RungResult> peers;  ///< the Python peers, in order
 };

@@ -20,10 +20,10 @@ using speedlabs::fixed;
 
 namespace {
 
-// Every rung starts from the same weights and batch, so step 0 differs from fp32's only by arithmetic: bf16 keeps 8
-// significant bits (relative rounding up to 2^-8 = 0.4%, at most ~0.04 nat on a loss of ~11, mostly averaging out over
-// B*T positions), TF32 10 bits, and the padded vocabulary adds 47 near-zero logits to the softmax (ln(50304/50257) =
-// 0.001 nat). A wrong cast or mask moves step 0 by whole nats.
+// Every rung starts from the same weights and batch, so step 0 differs from fp32's only by arithmetic: counting the
+// implicit leading bit, bf16 keeps 8 significant bits (relative rounding up to 2^-8 = 0.4%, at most ~0.04 nat on a
+// loss of ~11, mostly averaging out over B*T positions), TF32 11 (2^-11), and the padded vocabulary adds 47 near-zero
+// logits to the softmax (ln(50304/50257) = 0.001 nat). A wrong cast or mask moves step 0 by whole nats.
 constexpr double kStepZeroAgreement = 0.05;
 // After that the runs drift apart as different roundings give slightly different updates; lab 05 and the
 // chapter's A100 logs stay within 0.1 nat of fp32 over 100 steps (bf16). 0.25 leaves room for the drift
@@ -41,7 +41,7 @@ constexpr double kGoalEagerVsPython = 1.2;
 constexpr double kGoalTopVsPythonEager = 4.0;
 constexpr double kGoalTopVsCompile = 1.0;
 constexpr double kGoalMfu = 0.5;
-// The MFU's peak is the best of the bf16 matmul's repeats; a training step's useful FLOP/s above it would
+// The MFU's peak is the best repeat of a matmul in the rung's format; a training step's useful FLOP/s above it would
 // mean the peak was measured wrong (a peak is never below a rate just achieved). 5% for the rounding of
 // the FLOP count (6 N + 12 L H Q T is an estimate).
 constexpr double kPeakTolerance = 0.05;
@@ -81,6 +81,7 @@ json to_json(const RungResult& r) {
             {"tokens_per_s", r.tokens_per_s},
             {"tflops", r.tflops},
             {"mfu", r.mfu},
+            {"mfu_theoretical", r.mfu_theoretical},
             {"losses", r.losses},
             {"detail", r.detail},
             {"peak_bytes", r.peak_bytes ? json(*r.peak_bytes) : json(nullptr)}});
@@ -104,6 +105,20 @@ speedlabs::Evidence rate_evidence(const RungResult& r) {
   evidence.value = speedlabs::rate_of(r.step_ms, static_cast<double>(r.shape.batch * r.shape.seq));
   evidence.contention = r.contention;
   evidence.bounds = {speedlabs::positive_finite("tokens/s of " + r.name, r.tokens_per_s)};
+  return evidence;
+}
+
+// The MFU of every measured step of @p r (its useful FLOP/s over the measured peak of its format): its tokens/s per
+// step scaled to its MFU; an MFU above the peak means the peak was measured wrong.
+speedlabs::Evidence mfu_evidence(const RungResult& r) {
+  speedlabs::Evidence evidence = rate_evidence(r);
+  const double per_token_s = r.mfu / r.tokens_per_s;
+  for (double* v :
+       {&evidence.value.median, &evidence.value.q1, &evidence.value.q3, &evidence.value.min, &evidence.value.max}) {
+    *v *= per_token_s;
+  }
+  evidence.bounds.push_back(
+      {"MFU of " + r.name + " against the measured peak of its format", r.mfu, 0, 1 + kPeakTolerance});
   return evidence;
 }
 
@@ -147,12 +162,15 @@ void goal(speedlabs::Report& report, const c10::Device& device, const std::strin
 
 }  // namespace
 
+std::string mfu_text(double mfu) { return std::isnan(mfu) ? "n/a" : fixed(100 * mfu, 1) + "%"; }
+
 // The ladder and the peers of one shape as a markdown table, then the ratios the GPU goals are about.
 std::string shape_table(const LadderResult& ladder, const Shape& shape) {
   std::ostringstream out;
   const RungResult* fp32 = find(ladder.rungs, "fp32", shape);
   out << "### B=" << shape.batch << ", T=" << shape.seq << "\n\n"
-      << "| step | ms/step (median) | first step ms | tokens/s | x C++ fp32 | TFLOP/s | MFU | peak MiB | loss first -> "
+      << "| step | ms/step (median) | first step ms | tokens/s | x C++ fp32 | TFLOP/s | MFU (measured / theoretical "
+         "peak) | peak MiB | loss first -> "
          "last "
          "| max abs loss gap to C++ fp32 | notes |\n"
       << "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n";
@@ -164,7 +182,7 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape) {
     }
     out << "| " << r.name << " | " << fixed(r.median_ms, 2) << " | " << fixed(r.first_step_ms, 1) << " | "
         << fixed(r.tokens_per_s, 0) << " | " << (fp32 ? fixed(r.tokens_per_s / fp32->tokens_per_s, 2) : "-") << " | "
-        << fixed(r.tflops, 3) << " | " << (std::isnan(r.mfu) ? "n/a" : fixed(100 * r.mfu, 1) + "%") << " | "
+        << fixed(r.tflops, 3) << " | " << mfu_text(r.mfu) << " / " << mfu_text(r.mfu_theoretical) << " | "
         << (r.peak_bytes ? fixed(speedlabs::to_mib(static_cast<double>(*r.peak_bytes)), 0) : "n/a") << " | "
         << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4) << " | "
         << (fp32 ? fixed(max_loss_gap(r, *fp32), 4) : "-") << " | " << r.detail << " |\n";
@@ -194,6 +212,40 @@ std::string shape_table(const LadderResult& ladder, const Shape& shape) {
 namespace {
 
 // Each rung of one shape (its losses finite, its rate as evidence), then how their losses compare with fp32's.
+// mfu_BxT: every rung's MFU against the measured and the theoretical peak of its format, decided on the top rung's
+// steps (its tokens/s per step, scaled to its MFU).
+void observe_mfu(const LadderResult& ladder, const Shape& shape, speedlabs::Report& report) {
+  const std::string id = "mfu_" + shape.name();
+  const std::string claim =
+      "each rung's model FLOP utilisation against the measured matmul peak of its format and "
+      "against the theoretical peak (CPU: cores x clock x FMA units x lanes x 2; GPU: datasheet)";
+  const RungResult* top = top_rung(ladder.rungs, shape);
+  if (!top) {
+    report.not_applicable(id, claim, "two shares of a peak (reported)", "no rung ran at this shape", false);
+    return;
+  }
+  json rungs = json::object(), peaks = json::object();
+  for (const auto& r : ladder.rungs) {
+    if (!r.ran || r.shape.name() != shape.name()) continue;
+    rungs[r.name] = {{"format", speedlabs::to_string(rung_format(parse_rung(r.name)))},
+                     {"mfu_measured_peak", r.mfu},
+                     {"mfu_theoretical_peak", r.mfu_theoretical}};
+  }
+  for (const auto& [format, tflops] : ladder.peaks.measured_tflops) {
+    const auto& theory = ladder.peaks.theoretical.at(format);
+    peaks[speedlabs::to_string(format)] = {
+        {"measured_tflops", tflops}, {"theoretical_tflops", theory.flops / 1e12}, {"theoretical", theory.what}};
+  }
+  report.decide(
+      id, claim,
+      {{"top_rung", top->name},
+       {"mfu_measured_peak", top->mfu},
+       {"mfu_theoretical_peak", top->mfu_theoretical},
+       {"rungs", rungs},
+       {"peaks", peaks}},
+      "two shares of a peak (reported)", mfu_evidence(*top), [](double mfu) { return mfu > 0; }, false);
+}
+
 void observe_rungs(const LadderResult& ladder, const Shape& shape, speedlabs::Report& report) {
   const std::string suffix = "_" + shape.name();
   const RungResult* fp32 = find(ladder.rungs, "fp32", shape);
@@ -301,6 +353,7 @@ void observe_peers(const Config& config, const LadderResult& ladder, const Shape
 void observe_shape(const Config& config, const LadderResult& ladder, const Shape& shape,
                    const std::string& peer_failure, speedlabs::Report& report) {
   observe_rungs(ladder, shape, report);
+  observe_mfu(ladder, shape, report);
   observe_peers(config, ladder, shape, peer_failure, report);
 }
 
@@ -343,17 +396,9 @@ void observe_goals(const LadderResult& ladder, const c10::Device& device, speedl
        kGoalTopVsCompile, "needs the 16x1024 ladder and the torch.compile bf16 peer");
   const RungResult* top = top_rung(ladder.rungs, large);
   std::optional<speedlabs::Evidence> mfu;
-  if (top) {
-    // The MFU of every measured step: its useful FLOP/s over the peak (the best bf16 matmul repeat).
-    mfu = rate_evidence(*top);
-    const double per_token_share = top->mfu / top->tokens_per_s;  // MFU per token/s (NaN off a CUDA GPU)
-    for (double* v : {&mfu->value.median, &mfu->value.q1, &mfu->value.q3, &mfu->value.min, &mfu->value.max}) {
-      *v *= per_token_share;
-    }
-    mfu->bounds.push_back({"MFU (useful FLOP/s over the measured bf16 matmul peak)", top->mfu, 0, 1 + kPeakTolerance});
-  }
+  if (top) mfu = mfu_evidence(*top);
   goal(report, device, "goal_top_rung_mfu_16x1024",
-       "the top rung's MFU at B=16, T=1024 (useful FLOP/s over the measured bf16 matmul rate)", mfu,
+       "the top rung's MFU at B=16, T=1024 (useful FLOP/s over the measured matmul rate of its format)", mfu,
        top ? json{{"top_rung", top->name}, {"mfu", top->mfu}, {"tflops", top->tflops}} : json(nullptr), kGoalMfu,
        "needs the 16x1024 ladder");
 }

@@ -77,8 +77,26 @@ gpt::NamedTensors initial_weights(const gpt::GPTConfig& model_config, uint64_t s
   return weights;
 }
 
-double mfu_of(double tflops, double bf16_peak_tflops, const c10::Device& device) {
-  return device.is_cuda() && bf16_peak_tflops > 0 ? tflops / bf16_peak_tflops : std::nan("");
+double mfu_of(double tflops, double peak_tflops) { return peak_tflops > 0 ? tflops / peak_tflops : std::nan(""); }
+
+speedlabs::PeakFormat rung_format(Rung rung) {
+  return at_least(rung, Rung::bf16) ? speedlabs::PeakFormat::bf16
+         : rung == Rung::tf32       ? speedlabs::PeakFormat::tf32
+                                    : speedlabs::PeakFormat::fp32;
+}
+
+speedlabs::PeakFormat peer_format(const std::string& name) {
+  for (const auto format : {speedlabs::PeakFormat::tf32, speedlabs::PeakFormat::bf16, speedlabs::PeakFormat::fp16}) {
+    if (name.find(speedlabs::to_string(format)) != std::string::npos) return format;
+  }
+  return speedlabs::PeakFormat::fp32;
+}
+
+void MfuPeaks::apply(RungResult& r, speedlabs::PeakFormat format) const {
+  const auto measured = measured_tflops.find(format);
+  const auto theory = theoretical.find(format);
+  r.mfu = mfu_of(r.tflops, measured == measured_tflops.end() ? 0 : measured->second);
+  r.mfu_theoretical = mfu_of(r.tflops, theory == theoretical.end() ? 0 : theory->second.flops / 1e12);
 }
 
 std::string flops_rate(double tflops) {
@@ -107,7 +125,7 @@ gpt::GPT RungRunner::build_model(Rung rung) const {
   return model;
 }
 
-void RungRunner::summarize_times(RungResult& result, const std::vector<double>& times, int fast_from) const {
+void RungRunner::summarize_times(Rung rung, RungResult& result, const std::vector<double>& times, int fast_from) const {
   result.first_step_ms = 0;
   for (int i = 0; i <= fast_from; ++i) result.first_step_ms += times[i];
   result.step_ms = speedlabs::summarize_samples({times.begin() + warmup, times.end()});
@@ -115,7 +133,7 @@ void RungRunner::summarize_times(RungResult& result, const std::vector<double>& 
   const double tokens = static_cast<double>(result.shape.batch * result.shape.seq);
   result.tokens_per_s = tokens / (result.median_ms / 1e3);
   result.tflops = useful_flops_per_step / (result.median_ms / 1e3) / 1e12;
-  result.mfu = mfu_of(result.tflops, bf16_tflops, device);
+  peaks.apply(result, rung_format(rung));
 }
 
 RungResult RungRunner::eager(Rung rung, const Shape& shape) const {
@@ -138,7 +156,7 @@ RungResult RungRunner::eager(Rung rung, const Shape& shape) const {
     times.push_back(speedlabs::time_once_ms(
         [&] { losses[i].copy_(lab05::train_step(model, *optimizer, batches.x[i], batches.y[i], precision)); }, device));
   }
-  summarize_times(result, times, 0);
+  summarize_times(rung, result, times, 0);
   result.peak_bytes = speedlabs::peak_memory_bytes(device);
   const auto host_losses = losses.cpu();
   result.losses = std::vector<double>(host_losses.data_ptr<float>(), host_losses.data_ptr<float>() + total_steps());

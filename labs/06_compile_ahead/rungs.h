@@ -6,12 +6,14 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/contention.h"
 #include "common/gpt.h"
+#include "common/peaks.h"
 #include "common/precision.h"
 #include "common/timer.h"
 
@@ -64,7 +66,8 @@ struct RungResult {
   double median_ms = 0;               ///< median step time of the measured steps
   double tokens_per_s = 0;            ///< B*T / median step time
   double tflops = 0;                  ///< useful FLOP/s (FLOPs per token of the unpadded model) in 10^12
-  double mfu = 0;                     ///< tflops / the measured bfloat16 matmul rate; NaN off a CUDA GPU (see mfu_of)
+  double mfu = 0;                     ///< tflops / the measured matmul peak of its format (MfuPeaks::apply)
+  double mfu_theoretical = 0;         ///< tflops / the theoretical peak of its format (NaN where none is known)
   std::optional<int64_t> peak_bytes;  ///< peak device memory allocated (nullopt on the CPU)
   std::vector<double> losses;         ///< every step's loss, warm-up steps included
   std::string detail;                 ///< e.g. the attention backend that ran
@@ -96,10 +99,30 @@ Batches load_batches(const std::vector<int32_t>& ids, const Shape& shape, int co
 /// The initial weights of the unpadded model, by name, on the CPU: every rung and peer starts from them.
 speedlabs::gpt::NamedTensors initial_weights(const speedlabs::gpt::GPTConfig& model_config, uint64_t seed);
 
-/// Model FLOPs utilisation: useful FLOP/s over the measured bf16 matmul peak. Only on a CUDA GPU: there the
-/// rungs that matter run bf16 on the tensor cores the peak measures; a CPU's fp32 rungs against its bf16
-/// peak gave 140% (a ratio to a peak of another dtype says nothing), so elsewhere it is NaN ("n/a").
-double mfu_of(double tflops, double bf16_peak_tflops, const c10::Device& device);
+/// Model FLOPs utilisation: useful FLOP/s over a peak of the format the step's matmuls run in (an fp32 rung
+/// against a bf16 peak once gave 140% on a CPU whose bf16 is slower: a ratio to another format's peak says
+/// nothing). NaN when the peak is unknown (0).
+/// @param tflops      the step's useful FLOP/s in 10^12
+/// @param peak_tflops the peak in 10^12 FLOP/s
+double mfu_of(double tflops, double peak_tflops);
+
+/// The format a rung's matmuls run in: fp32 and tf32 as named, bf16 from the bf16 rung up.
+/// @param rung the rung
+speedlabs::PeakFormat rung_format(Rung rung);
+
+/// The format a Python peer's matmuls run in, from its name ("python_eager_bf16": bf16).
+/// @param name the peer's name
+speedlabs::PeakFormat peer_format(const std::string& name);
+
+/// The peaks the MFUs divide by, for each format a rung runs in: measured in this run, and theoretical.
+struct MfuPeaks {
+  std::map<speedlabs::PeakFormat, double> measured_tflops;                  ///< the best repeat of a large matmul
+  std::map<speedlabs::PeakFormat, speedlabs::TheoreticalPeak> theoretical;  ///< the CPU's formula, the GPU's datasheet
+  /// Sets @p r's mfu and mfu_theoretical from its tflops, against the peaks of @p format.
+  /// @param r      a rung or peer with its tflops set
+  /// @param format the format its matmuls run in
+  void apply(RungResult& r, speedlabs::PeakFormat format) const;
+};
 
 /// A rate readable on a CPU (tens of GFLOP/s) and on a GPU (hundreds of TFLOP/s).
 std::string flops_rate(double tflops);
@@ -115,7 +138,7 @@ struct RungRunner {
   const speedlabs::gpt::NamedTensors& weights;    ///< initial_weights()
   const Batches& batches;                         ///< load_batches()
   double useful_flops_per_step = 0;               ///< flops_per_token() x B x T
-  double bf16_tflops = 0;                         ///< the measured peak, for the MFU
+  MfuPeaks peaks;                                 ///< the peaks, for the MFUs
 
   /// Warm-up plus measured steps.
   int total_steps() const { return warmup + steps; }
@@ -123,8 +146,9 @@ struct RungRunner {
   /// A model for @p rung holding the initial weights (the padded vocabulary's extra rows start at zero).
   speedlabs::gpt::GPT build_model(Rung rung) const;
 
-  /// Fills @p result's timing fields from per-step @p times; @p fast_from is the first step in the rung's final form.
-  void summarize_times(RungResult& result, const std::vector<double>& times, int fast_from) const;
+  /// Fills @p result's timing fields and MFUs from per-step @p times; @p fast_from is the first step in the rung's
+  /// final form.
+  void summarize_times(Rung rung, RungResult& result, const std::vector<double>& times, int fast_from) const;
 
   /// An eager rung (every rung but cuda_graph): lab 05's train_step, step after step.
   RungResult eager(Rung rung, const Shape& shape) const;

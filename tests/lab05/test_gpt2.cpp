@@ -19,6 +19,7 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/gpt.h"
+#include "common/peaks.h"
 #include "common/precision.h"
 #include "common/process.h"
 #include "datasets/data_files.h"
@@ -127,6 +128,22 @@ TEST(Lab05Observations, QuickRunHoldsItsClaims) {
   EXPECT_EQ(report.at("tf32_differs_slightly_from_fp32").verdict, speedlabs::Verdict::not_applicable);
   EXPECT_FALSE(report.at("tf32_differs_slightly_from_fp32").reason.empty());
   EXPECT_EQ(report.exit_code(), 0);
+  // Both MFUs of every mode on the CPU too: the same FLOPs over its median step, over each peak of its format.
+  const auto& mfu = report.at("mfu");
+  EXPECT_FALSE(mfu.must_hold);
+  const double flops = mfu.measured.at("model_flops_per_step").get<double>();
+  EXPECT_DOUBLE_EQ(flops,
+                   speedlabs::gpt_model_flops_per_step(speedlabs::gpt::GPTConfig::tiny(), config.batch, config.seq));
+  for (const char* mode : {"fp32", "tf32", "bf16"}) {
+    SCOPED_TRACE(mode);
+    const auto& m = mfu.measured.at("modes").at(mode);
+    EXPECT_EQ(m.at("format").get<std::string>(), mode);
+    const double per_s = flops / (m.at("step_ms").get<double>() / 1e3);
+    EXPECT_NEAR(m.at("mfu_measured_peak").get<double>(), per_s / m.at("measured_peak_flops").get<double>(), 1e-12);
+    EXPECT_NEAR(m.at("mfu_theoretical_peak").get<double>(), per_s / m.at("theoretical_peak_flops").get<double>(),
+                1e-12);
+    EXPECT_GT(m.at("mfu_theoretical_peak").get<double>(), 0);
+  }
 
   // Every mode starts from the same weights and batch: the step-0 losses agree to rounding. On the CPU
   // tf32 changes nothing, so it equals fp32 exactly; bf16 rounds to 8 bits: within 1% of the loss.

@@ -116,9 +116,19 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
     EXPECT_GT(r.median_ms, 0) << r.name;
     EXPECT_GT(r.tokens_per_s, 0) << r.name;
     EXPECT_GT(r.tflops, 0) << r.name;
-    EXPECT_TRUE(std::isnan(r.mfu)) << r.name << ": MFU against a bf16 peak means nothing for a CPU's rungs";
+    // Both MFUs on a CPU too: the same FLOP/s over the measured and over the theoretical peak of the rung's format.
+    const auto format = lab06::rung_format(lab06::parse_rung(r.name));
+    EXPECT_DOUBLE_EQ(r.mfu, r.tflops / result.peaks.measured_tflops.at(format)) << r.name;
+    EXPECT_DOUBLE_EQ(r.mfu_theoretical, r.tflops / (result.peaks.theoretical.at(format).flops / 1e12)) << r.name;
+    EXPECT_GT(r.mfu_theoretical, 0) << r.name;
     EXPECT_FALSE(r.peak_bytes.has_value()) << r.name;
   }
+  const auto& mfu = report.at("mfu_2x32");
+  EXPECT_FALSE(mfu.must_hold);
+  EXPECT_EQ(mfu.measured.at("top_rung").get<std::string>(), "fused_adamw") << "the top rung a CPU runs";
+  EXPECT_EQ(mfu.measured.at("rungs").at("tf32").at("format").get<std::string>(), "tf32");
+  EXPECT_EQ(mfu.measured.at("rungs").at("sdpa").at("format").get<std::string>(), "bf16");
+  EXPECT_TRUE(mfu.measured.at("peaks").at("fp32").contains("theoretical"));
   const auto sdpa = report.at("rung_sdpa_2x32").measured.at("detail").get<std::string>();
   EXPECT_NE(sdpa.find("attention backend"), std::string::npos) << sdpa;
 
