@@ -45,8 +45,14 @@ constexpr double kHiddenTolerance = 1.0;
 // N workers on a fixed global batch are at most N times as fast, up to this (smaller per-worker batches can
 // fit a cache the one-worker batch did not). Beyond it the measurement failed.
 constexpr double kEfficiencyTolerance = 0.25;
+// scaling_efficiency's goal: N workers at least this share of N times as fast as one (1.6x with 2).
+constexpr double kScalingGoal = 0.8;
+// The N-worker side keeps every core busy, so other programs' CPU comes straight out of its share: above a
+// fifth of a core (an idle machine's daemons stay far below) the speed-up could lose a tenth of itself to
+// them on 2 cores, and the claim is only reported.
+constexpr double kQuietOthersCores = 0.2;
 // N workers against one is timed in this many rounds of two jobs (the full-length pair, then short ones)...
-constexpr int kScalingRounds = 3;
+constexpr int kScalingRounds = 5;  // with 3, one disturbed round alone set a quartile
 // ... the short jobs running config.steps / kScalingRounds steps, at least this many (one is warm-up).
 constexpr int kMinRoundSteps = 5;
 
@@ -62,7 +68,6 @@ ModeTrace trace_from_json(const nlohmann::json& json) {
 JobResult result_from_json(const nlohmann::json& json) {
   JobResult result;
   result.workers = json.at("workers").get<int>();
-  result.cores = json.at("cores").get<unsigned>();
   result.parameters = json.at("parameters").get<int64_t>();
   result.buckets = json.at("buckets").get<int64_t>();
   if (json.contains("allreduce")) {
@@ -101,9 +106,9 @@ speedlabs::Summary summary_after_warmup(const std::vector<double>& step_ms) {
 
 Config quick_config() {
   Config config;
-  config.batch = 4;
-  config.seq = 16;
-  config.steps = 20;
+  config.batch = 8;
+  config.seq = 64;
+  config.steps = 10;
   return config;
 }
 
@@ -114,6 +119,26 @@ void validate(const Config& config) {
                                 std::to_string(config.batch));
   }
   bucket_bytes(config.bucket_mb);  // throws for a size that is not one
+}
+
+ScalingRule scaling_rule(const Config& config, const speedlabs::CpuTopology& topology,
+                         const speedlabs::Contention& machine) {
+  const std::string workers = std::to_string(config.workers) + " one-thread workers";
+  if (config.device != "cpu") return {false, workers + " on GPUs, where this machine's cores say nothing"};
+  if (!config.hostfile.empty()) {
+    return {false, workers + " on the machines of " + config.hostfile + ", whose cores this one cannot read"};
+  }
+  const std::string on = workers + " on " + topology.describe();
+  if (!topology.known()) return {false, on + ": whether each has a core of its own is unknown"};
+  if (config.workers > topology.physical_cores) {
+    return {false, on + ": more workers than physical cores, so some share a core (its hyperthreads, or turns)"};
+  }
+  if (machine.others_cores < 0) return {false, on + ", on a machine whose load is not readable here"};
+  if (machine.busy() || machine.others_cores > kQuietOthersCores) {
+    return {false, on + ", but other programs used " + fixed(machine.others_cores, 2) +
+                       " cores meanwhile (quiet: at most " + fixed(kQuietOthersCores, 2) + ")"};
+  }
+  return {true, on + " of a quiet machine"};
 }
 
 const ModeTrace& JobResult::mode(const std::string& name) const {
@@ -167,7 +192,7 @@ struct Measured {
   speedlabs::Contention rounds_contention;                                  // the machine over every round
 };
 
-// N workers against one, interleaved in rounds of two jobs each, the order alternating (1 N, N 1, 1 N):
+// N workers against one, interleaved in rounds of two jobs each, the order alternating (1 N, N 1, 1 N, ...):
 // each round's ratio (one worker's median step over N workers' median bucketed step, steps after the
 // warm-up) pairs two jobs that ran one right after the other, so both saw about the same machine, and
 // scaling_efficiency is decided on the rounds' ratios. Round 1 is the two full-length jobs, which the
@@ -313,7 +338,7 @@ void check_accumulation(const Config& config, const JobResult& one, speedlabs::R
 }
 
 // Per round: one worker's median step over N workers' (the same global batch per step), i.e. tokens/s of N
-// over one; the rates pool every round's timed steps.
+// over one; the rates pool every round's timed steps. Must hold or reported: scaling_rule.
 void judge_scaling(const Config& config, const Measured& jobs, speedlabs::Report& report) {
   const int n = config.workers;
   const double tokens = static_cast<double>(config.batch * config.seq);
@@ -333,12 +358,13 @@ void judge_scaling(const Config& config, const Measured& jobs, speedlabs::Report
   evidence.bounds = {{"efficiency (speed-up over N)", speedup / n, 0, 1 + kEfficiencyTolerance},
                      speedlabs::positive_finite("tokens/s of one worker", tokens_one),
                      speedlabs::positive_finite("tokens/s of N workers", tokens_many)};
-  const std::string workers = std::to_string(n) + " workers";
-  const unsigned cores = jobs.many.cores;
+  const auto topology = speedlabs::read_cpu_topology();
+  const ScalingRule rule = scaling_rule(config, topology, jobs.rounds_contention);
+  const double goal = kScalingGoal * n;
   auto& scaling = report.decide(
       "scaling_efficiency",
-      "tokens/s of " + workers + " (bucketed) against one worker, for the same global batch (the median of " +
-          std::to_string(jobs.rounds.size()) + " rounds' ratios, the jobs alternating)",
+      "tokens/s of " + std::to_string(n) + " one-thread workers (bucketed) against one, for the same global batch " +
+          "(the median of " + std::to_string(jobs.rounds.size()) + " rounds' ratios, the jobs alternating)",
       {{"tokens_per_s_1", tokens_one},
        {"tokens_per_s_n", tokens_many},
        {"workers", n},
@@ -347,16 +373,17 @@ void judge_scaling(const Config& config, const Measured& jobs, speedlabs::Report
        {"speedup_q1", evidence.value.q1},
        {"speedup_q3", evidence.value.q3},
        {"rounds", static_cast<int>(jobs.rounds.size())},
-       {"cores", cores}},
-      ">= " + fixed(0.8 * n, 1) + "x (80% efficiency; reported)", evidence, [&](double s) { return s >= 0.8 * n; },
-      /*must_hold=*/false);
-  const std::string on_cores = std::to_string(n) + " workers with one thread each on a machine with " +
-                               std::to_string(cores) + " cores" +
-                               (static_cast<unsigned>(n) > cores ? ": more workers than cores, they take turns" : "");
-  scaling.reason = scaling.reason.empty() ? on_cores : scaling.reason + "; " + on_cores;
-  std::cout << "\n  " << workers << ": " << fixed(tokens_many, 0) << " tokens/s vs " << fixed(tokens_one, 0)
-            << " on one worker (" << fixed(speedup, 2) << "x over " << jobs.rounds.size() << " rounds, " << cores
-            << " cores)";
+       {"tokens_per_step", config.batch * config.seq},
+       {"physical_cores", topology.physical_cores},
+       {"logical_cpus", topology.logical_cpus},
+       {"virtual_machine", topology.virtual_machine}},
+      ">= " + fixed(goal, 1) + "x (" + fixed(100 * kScalingGoal, 0) + "% efficiency; " +
+          (rule.must_hold ? "must hold: " : "reported: ") + rule.why + ")",
+      evidence, [&](double s) { return s >= goal; }, rule.must_hold);
+  if (scaling.reason.empty()) scaling.reason = rule.why;  // expected says it too; a verdict's own reason comes first
+  std::cout << "\n  " << n << " workers: " << fixed(tokens_many, 0) << " tokens/s vs " << fixed(tokens_one, 0)
+            << " on one worker (" << fixed(speedup, 2) << "x over " << jobs.rounds.size() << " rounds; "
+            << topology.describe() << ")";
 }
 
 // The all-reduce alone (its timed repeats) against the bucketed steps' computation (step minus the time

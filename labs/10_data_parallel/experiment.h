@@ -10,6 +10,7 @@
 
 #include "common/contention.h"
 #include "common/observations.h"
+#include "common/topology.h"
 #include "heartbeat.h"
 #include "worker.h"
 
@@ -36,7 +37,9 @@ struct Config {
   Faults faults;                  ///< deliberate faults, for the tests
 };
 
-/// --quick: the tiny model, B=4, T=16, 20 steps (seconds on a CPU).
+/// --quick: the tiny model, B=8, T=64, 10 steps (seconds on a CPU). 512 tokens a step: enough that the part
+/// of a step that N workers split outweighs what each pays in full (the optimizer step, the all-reduce), so
+/// scaling_efficiency measures the method; at B=4, T=16 two workers were no faster than one.
 Config quick_config();
 
 /// Rejects what cannot run before a worker starts (speedlabs::UsageError): B not divisible by N or K,
@@ -56,7 +59,6 @@ struct ModeTrace {
 /// What a job measured (rank 0's file).
 struct JobResult {
   int workers = 0;                           ///< N
-  unsigned cores = 0;                        ///< std::thread::hardware_concurrency() on rank 0's machine
   int64_t parameters = 0;                    ///< distinct parameters; the gradient is 4 bytes each
   int64_t buckets = 0;                       ///< buckets of --bucket-mb
   double allreduce_ms = 0;                   ///< median time of one all-reduce of every gradient in one buffer (N > 1)
@@ -89,8 +91,25 @@ speedlabs::Summary summary_after_warmup(const std::vector<double>& step_ms);
 /// @param accumulation  also run the gradient-accumulation check (on rank 0)
 JobResult run_job(const Config& config, int workers, const std::vector<std::string>& modes, bool accumulation);
 
+/// Whether scaling_efficiency must hold on a run, and the conditions behind that, in words.
+struct ScalingRule {
+  bool must_hold = false;  ///< decided as must-hold (a failure exits 1); else reported
+  std::string why;         ///< e.g. "2 one-thread workers on 2 physical cores of a quiet machine"
+};
+
+/// scaling_efficiency (N workers at least 0.8 N times as fast as one) must hold only where nothing but the
+/// method can stop it: CPU workers on this one machine, each on a physical core of its own (more workers
+/// than cores take turns; two on the hyperthreads of one core share its units), while the machine stayed
+/// quiet (the N-worker side uses every core it is given, so another program's CPU comes out of its share).
+/// Otherwise it is reported, and `why` names the condition that was not met.
+/// @param config   the run (workers, device, hostfile)
+/// @param topology this machine's CPUs (speedlabs::read_cpu_topology)
+/// @param machine  the reading over the jobs that timed N workers against one
+ScalingRule scaling_rule(const Config& config, const speedlabs::CpuTopology& topology,
+                         const speedlabs::Contention& machine);
+
 /// The whole lab: a one-worker job (the reference losses, the accumulation check, the 1-worker speed)
-/// and an N-worker job (naive, then bucketed), then two rounds of short jobs (N workers bucketed and one
+/// and an N-worker job (naive, then bucketed), then four rounds of short jobs (N workers bucketed and one
 /// worker, the order alternating) so that scaling_efficiency is decided on per-round ratios, then the
 /// observations workers_agree_at_start,
 /// same_losses_as_one_worker, weights_stay_in_sync, bucketed_same_losses_as_naive, allreduce_overlap,

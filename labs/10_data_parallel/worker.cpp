@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
-#include <thread>
 
 #include "buckets.h"
 #include "common/errors.h"
@@ -189,7 +188,7 @@ nlohmann::json accumulation_check(const JobSpec& spec, const std::vector<int32_t
 
 nlohmann::json run_modes(const JobSpec& spec, MpiCommunicator& comm, const Engine& engine) {
   const auto tokens = datasets::load_shakespeare_tokens(spec.data_dir).ids;
-  nlohmann::json result{{"workers", comm.size()}, {"cores", std::thread::hardware_concurrency()}};
+  nlohmann::json result{{"workers", comm.size()}};
   for (const auto& mode : spec.modes) {
     if (mode != "single" && mode != "naive" && mode != "bucketed") {
       throw speedlabs::UsageError("unknown mode '" + mode + "'");
