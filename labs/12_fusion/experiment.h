@@ -23,8 +23,8 @@ struct Config {
   int64_t seq = 256;           ///< --seq: T
   int64_t chunk = 256;         ///< --chunk: rows (tokens) per chunk of the chunked head
   int gpt_steps = 3;           ///< training steps of the GPT-2 comparison (the first one's peak is not compared)
-  int64_t fused_rows = 4096;   ///< rows of the bias + GELU input (B*T tokens)...
-  int64_t fused_cols = 3072;   ///< ... of GPT-2's MLP width 4C: 48 MiB of float32, beyond a CPU's caches
+  int64_t fused_rows = 8192;   ///< rows of the bias + GELU input (B*T tokens)...
+  int64_t fused_cols = 3072;   ///< ... of GPT-2's MLP width 4C: 96 MiB of float32, beyond the roof's streams
   int warmup = 1;              ///< unmeasured rounds before each interleaved timing
   int repeats = 5;             ///< measured rounds, at least (more while the samples scatter, within a budget)
   std::string plots_dir;       ///< --plots: write lab12_peak_memory.svg here ("" = no plot)
@@ -52,6 +52,11 @@ inline constexpr double kGptLossAtol = 1e-4;
 inline constexpr double kFusedAtol = 1e-5;
 /// A share of the memory roof above 1 + this means the measurement failed (the caches served part of it).
 inline constexpr double kRoofTolerance = 0.25;
+/// Where bias + GELU is memory bound, the fused op must be at least this many times faster than the unfused
+/// chain (it moves half the bytes: 2x at best; this leaves room for the tanh's arithmetic)...
+inline constexpr double kFusedSpeedup = 1.3;
+/// ... and reach at least this share of the memory roof (the fewest bytes it must move over its time).
+inline constexpr double kFusedRoofShare = 0.5;
 
 /// The two heads at one size.
 struct HeadPeak {
@@ -82,6 +87,7 @@ struct Results {
   double fused_max_error = 0;              ///< max |fused - unfused| of bias + GELU
   speedlabs::Interleaved fused_timing;     ///< unfused, fused
   double memory_roof = 0;                  ///< bytes/s: lab 07's memory roof of this device
+  double ridge = 0;                        ///< FLOP/byte: where lab 07's float32 matmul roof meets the memory roof
 };
 
 /// The options of the interleaved timings: the config's warm-up and rounds, up to three times more rounds

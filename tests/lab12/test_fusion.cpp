@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "chunked_head.h"
@@ -12,6 +13,8 @@
 #include "common/observations.h"
 #include "experiment.h"
 #include "fused_gelu.h"
+#include "fused_op.h"
+#include "memory_claims.h"
 #include "tests/support/expect.h"
 #include "tests/support/timed.h"
 
@@ -60,6 +63,76 @@ TEST(Lab12FusedGelu, CudaKernelMatchesOnAGpu) {
   const auto bias = torch::randn({3072}, torch::kCUDA);
   EXPECT_TRUE(tensors_close(lab12::fused_bias_gelu(x, bias).cpu(), lab12::unfused_bias_gelu(x, bias).cpu(),
                             lab12::kFusedAtol, 0, "the CUDA kernel's bias + GELU"));
+}
+
+TEST(Lab12FusedGelu, TimedClaimMustHoldOnlyWhereMemoryBoundBeyondTheRoofsStreams) {
+  const lab12::Config lesson;
+  EXPECT_EQ(lab12::fused_claim_exemption(lesson.fused_rows, lesson.fused_cols, 4.0, lab12::kCpuRoofStreamMib), "");
+  // A ridge below the op's 1.25 FLOP/byte: compute bound, nothing for fewer bytes to buy.
+  EXPECT_NE(lab12::fused_claim_exemption(lesson.fused_rows, lesson.fused_cols, 1.0, lab12::kCpuRoofStreamMib), "");
+  // 48 MiB arrays against the roof's 64 MiB streams: the caches may serve part of them.
+  EXPECT_NE(lab12::fused_claim_exemption(4096, 3072, 4.0, lab12::kCpuRoofStreamMib), "");
+}
+
+TEST(Lab12MemoryClaims, PredictedPeakFollowsTheChunkNotTheBatch) {
+  constexpr int64_t kVocab = 50257;
+  const auto p = lab12::predicted_peak(512, 64, 64, kVocab);
+  EXPECT_DOUBLE_EQ(p.plain, 3.0 * 512 * kVocab);
+  EXPECT_DOUBLE_EQ(p.chunked, 2.0 * 64 * kVocab);
+  EXPECT_DOUBLE_EQ(lab12::predicted_peak(2048, 256, 768, kVocab).chunked, (256.0 + 768) * kVocab);
+  // A chunk above the rows holds only the rows.
+  EXPECT_DOUBLE_EQ(lab12::predicted_peak(64, 1000, 64, kVocab).chunked, 2.0 * 64 * kVocab);
+}
+
+TEST(Lab12MemoryClaims, MustHoldOnlyWhereTheSizesPredictThem) {
+  constexpr int64_t kVocab = 50257;
+  // The default run (GPT-2's C = 768, B x T = 2048, chunks of 256) and --quick (C = 64, 512, 64): both must hold.
+  for (const auto& [rows, chunk, width] : {std::tuple{2048, 256, 768}, std::tuple{512, 64, 64}}) {
+    EXPECT_EQ(lab12::peak_claim_exemption(rows, chunk, width, kVocab), "") << rows << " " << chunk;
+    EXPECT_EQ(lab12::gpt_peak_claim_exemption(rows, chunk, width, kVocab), "") << rows << " " << chunk;
+  }
+  // --quick --chunk 200: a chunk's logits are too close to a quarter of the plain head's.
+  EXPECT_NE(lab12::peak_claim_exemption(512, 200, 64, kVocab), "");
+  // --batch 1 (one sequence: B x T = T = the chunk), and a chunk at or above the rows: nothing to save.
+  for (const auto& [rows, chunk, width] :
+       {std::tuple{64, 64, 64}, std::tuple{256, 256, 768}, std::tuple{512, 4096, 64}}) {
+    EXPECT_NE(lab12::peak_claim_exemption(rows, chunk, width, kVocab), "") << rows << " " << chunk;
+    EXPECT_NE(lab12::gpt_peak_claim_exemption(rows, chunk, width, kVocab), "") << rows << " " << chunk;
+  }
+  // GPT-2's batch of 2 x 256: the weight's float32 gradient (V x 768) outweighs a quarter of 512 rows' logits.
+  EXPECT_NE(lab12::peak_claim_exemption(512, 256, 768, kVocab), "");
+}
+
+TEST(Lab12Run, AChunkBeyondEveryRowIsAUsageError) {
+  lab12::Config config = lab12::quick_config();
+  config.batch = 2;
+  config.seq = 32;
+  config.chunk = 65;
+  speedlabs::Report report("12_fusion", "cpu");
+  EXPECT_THROW(lab12::run(config, c10::Device(c10::kCPU), report), speedlabs::UsageError);
+  EXPECT_TRUE(report.observations().empty());
+}
+
+// A run whose chunk is as large as its one sequence (like --batch 1): the memory claims are reported, not failed,
+// and every claim that must hold still holds (or could not be decided).
+TEST(Lab12Run, AChunkAsLargeAsTheBatchReportsTheMemoryClaims) {
+  lab12::Config config = lab12::quick_config();
+  config.batch = 1;
+  config.seq = 32;
+  config.chunk = 32;
+  config.gpt_steps = 2;
+  config.fused_rows = 256;
+  config.fused_cols = 1024;
+  speedlabs::Report report("12_fusion", "cpu");
+  lab12::run(config, c10::Device(c10::kCPU), report);
+  for (const char* id : {"peak_memory_vs_plain", "gpt_step_with_chunked_head"}) {
+    const auto& o = report.at(id);
+    EXPECT_NE(o.expected.find("reported"), std::string::npos) << id << ": " << o.expected;
+  }
+  EXPECT_FALSE(report.at("peak_memory_vs_plain").must_hold);
+  EXPECT_EQ(report.at("gpt_step_with_chunked_head").verdict, Verdict::holds)
+      << report.at("gpt_step_with_chunked_head").measured.dump();
+  EXPECT_NE(report.exit_code(), 1);
 }
 
 // One small run of the whole experiment on the CPU (one test, so CTest's one process per test runs it once).
@@ -115,7 +188,10 @@ TEST(Lab12Run, EveryObservationOfASmallRun) {
     EXPECT_TRUE(speedlabs::testing::timed_with_evidence(o)) << id;
   }
   const auto& fused = report.at("fused_vs_unfused_time");
+  // 2 MiB arrays, inside the caches: reported, whatever ridge a busy machine measured.
+  EXPECT_EQ(fused.expected.rfind("reported (", 0), 0u) << fused.expected;
   EXPECT_GT(fused.measured["memory_roof_GBps"].get<double>(), 0);
+  EXPECT_GT(fused.measured["ridge_flop_per_byte"].get<double>(), 0);
   EXPECT_GT(fused.measured["fused_share_of_roof"].get<double>(), 0);
 }
 
