@@ -4,7 +4,12 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
 
 #ifdef SPEEDLABS_LAB12_CUDA_KERNEL
 #include "fused_bias_gelu.h"
@@ -17,6 +22,43 @@ namespace {
 constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kKappa = 0.044715f;
 constexpr double kFloatBytes = 4;
+// Floats per block of a row: evaluated into a buffer that stays in L1, then streamed out.
+constexpr int64_t kBlockFloats = 512;
+
+#if defined(__AVX512F__)
+constexpr int64_t kStreamLanes = 16;
+void stream_lanes(float* aligned_dst, const float* src) { _mm512_stream_ps(aligned_dst, _mm512_loadu_ps(src)); }
+#elif defined(__AVX__)
+constexpr int64_t kStreamLanes = 8;
+void stream_lanes(float* aligned_dst, const float* src) { _mm256_stream_ps(aligned_dst, _mm256_loadu_ps(src)); }
+#elif defined(__SSE__)
+constexpr int64_t kStreamLanes = 4;
+void stream_lanes(float* aligned_dst, const float* src) { _mm_stream_ps(aligned_dst, _mm_loadu_ps(src)); }
+#else
+constexpr int64_t kStreamLanes = 0;  // no streaming store here: plain stores
+void stream_lanes(float*, const float*) {}
+#endif
+
+// Writes n floats with streaming (non-temporal) stores where the CPU has them, as memcpy writes a large copy:
+// a cache line written whole is not read from memory first, so the output costs its bytes once, not twice.
+void write_streaming(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kStreamLanes > 0) {
+    const auto aligned = [&](int64_t at) {
+      return reinterpret_cast<std::uintptr_t>(dst + at) % (kStreamLanes * sizeof(float)) == 0;
+    };
+    for (; i < n && !aligned(i); ++i) dst[i] = src[i];
+    for (; i + kStreamLanes <= n; i += kStreamLanes) stream_lanes(dst + i, src + i);
+  }
+  std::copy(src + i, src + n, dst + i);
+}
+
+// Streaming stores are weakly ordered: fence them before another thread may read the output.
+void fence_streaming_stores() {
+#if defined(__SSE__)
+  _mm_sfence();
+#endif
+}
 
 void check_inputs(const torch::Tensor& x, const torch::Tensor& bias) {
   TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat && x.is_contiguous(),
@@ -60,17 +102,22 @@ void fused_bias_gelu_out(const torch::Tensor& x, const torch::Tensor& bias, torc
   const float* in = x.data_ptr<float>();
   const float* b_data = bias.data_ptr<float>();
   float* o_data = out.data_ptr<float>();
-  // Rows over libtorch's threads, about 32K elements per task so each thread streams long stretches.
+  // Rows over libtorch's threads, about 32K elements per task so each thread streams long stretches; each row in
+  // blocks that stay in L1, written out with streaming stores.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(cols, 1));
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    const Eigen::Map<const Eigen::ArrayXf> b(b_data, cols);
+    alignas(64) float block[kBlockFloats];
     for (int64_t row = begin; row < end; ++row) {
-      const Eigen::Map<const Eigen::ArrayXf> x_row(in + row * cols, cols);
-      Eigen::Map<Eigen::ArrayXf> o(o_data + row * cols, cols);
-      // One expression, evaluated packet by packet in one loop: x + bias lives in registers, never in memory.
-      const auto v = x_row + b;
-      o = 0.5f * v * (1.0f + (kBeta * (v + kKappa * v.cube())).tanh());
+      for (int64_t start = 0; start < cols; start += kBlockFloats) {
+        const int64_t n = std::min(kBlockFloats, cols - start);
+        const Eigen::Map<const Eigen::ArrayXf> x_part(in + row * cols + start, n), b(b_data + start, n);
+        // One expression, evaluated packet by packet in one loop: x + bias lives in registers, never in memory.
+        const auto v = x_part + b;
+        Eigen::Map<Eigen::ArrayXf>(block, n) = 0.5f * v * (1.0f + (kBeta * (v + kKappa * v.cube())).tanh());
+        write_streaming(o_data + row * cols + start, block, n);
+      }
     }
+    fence_streaming_stores();
   });
 }
 

@@ -11,9 +11,10 @@ namespace lab12 {
 inline constexpr double kBiasGeluFlops = 10;
 
 /// gelu(x + bias, "tanh") in one pass: each element is read once, biased, put through the GELU and written
-/// once; the biased value never goes to memory. On the CPU an Eigen expression over each row (vectorised at
-/// the build's native width, no temporaries), rows split over libtorch's threads; on a CUDA device the kernel
-/// of fused_bias_gelu.cu, where nvcc built it (std::runtime_error otherwise).
+/// once; the biased value never goes to memory. On the CPU an Eigen expression over each block of a row
+/// (vectorised at the build's native width, no temporaries) into a buffer in L1, streamed out with
+/// non-temporal stores, rows split over libtorch's threads; on a CUDA device the kernel of
+/// fused_bias_gelu.cu, where nvcc built it (std::runtime_error otherwise).
 /// @param x    (rows, cols) float32, contiguous
 /// @param bias (cols) float32, on x's device
 /// @return     (rows, cols) float32
