@@ -4,12 +4,75 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <thread>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <Eigen/Core>
 
 namespace lab09 {
 
 namespace {
 
 constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
+constexpr float kMinusInfinityF = -std::numeric_limits<float>::infinity();
+
+// Row-major float matrices: a contiguous (rows, head_size) slice of a torch tensor maps onto one as is.
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMatrixMap = Eigen::Map<const Matrix>;
+using MatrixMap = Eigen::Map<Matrix>;
+
+// What one thread keeps while it works: one tile of scores and a few numbers per query row, allocated once
+// per thread and reused for every block of every head it takes. Nothing here grows with T.
+struct TileScratch {
+  TileScratch(int64_t q_tile, int64_t kv_tile)
+      : scores(q_tile, kv_tile), row_max(q_tile), row_sum(q_tile), new_max(q_tile), rescale(q_tile) {}
+  Matrix scores;                     // one (rows, cols) tile, its top-left corner at each step
+  Eigen::VectorXf row_max, row_sum;  // per row: the running maximum and the running sum against it
+  Eigen::VectorXf new_max, rescale;  // per row: the maximum after this tile, exp(old maximum - new maximum)
+};
+
+// Sets the scores of keys after each row's query (key k0 + j > query q0 + i) to @p value.
+template <typename Tile>
+void mask_future(Tile&& scores, int64_t q0, int64_t k0, float value) {
+  for (int64_t i = 0; i < scores.rows(); ++i) {
+    for (int64_t j = std::max<int64_t>(0, q0 + i + 1 - k0); j < scores.cols(); ++j) scores(i, j) = value;
+  }
+}
+
+// One block of @p rows (already scaled) query rows walks the key blocks up to its last row, folding each
+// tile of scores into @p out (rows, D), which ends as the block's output; @p lse receives the rows'
+// log-sum-exp. @p k and @p v point at the head's keys and values, (T, D) each.
+void attend_query_block(const float* q, const float* k, const float* v, int64_t rows, int64_t D, int64_t q0,
+                        int64_t kv_tile, float* out, float* lse, TileScratch& scratch) {
+  const ConstMatrixMap q_block(q, rows, D);
+  MatrixMap acc(out, rows, D);
+  auto row_max = scratch.row_max.head(rows), row_sum = scratch.row_sum.head(rows);
+  auto new_max = scratch.new_max.head(rows), rescale = scratch.rescale.head(rows);
+  acc.setZero();
+  row_max.setConstant(kMinusInfinityF);
+  row_sum.setZero();
+  for (int64_t k0 = 0; k0 < q0 + rows; k0 += kv_tile) {  // causal: later keys are masked for every row
+    const int64_t cols = std::min(kv_tile, q0 + rows - k0);
+    const ConstMatrixMap k_block(k + k0 * D, cols, D), v_block(v + k0 * D, cols, D);
+    auto scores = scratch.scores.topLeftCorner(rows, cols);
+    scores.noalias() = q_block * k_block.transpose();  // one matmul: the whole tile of scores
+    const bool diagonal = k0 + cols - 1 > q0;          // the tile crosses the diagonal
+    if (diagonal) mask_future(scores, q0, k0, kMinusInfinityF);
+    // Key 0 is in the first tile and every row sees it, so new_max is finite from then on.
+    new_max = row_max.cwiseMax(scores.rowwise().maxCoeff());
+    rescale.array() = (row_max - new_max).array().exp();  // about 0 on the first tile, where row_max is -inf
+    scores.array() = (scores.array().colwise() - new_max.array()).exp();  // in place: the scores become weights
+    // Eigen's vectorised exp clamps its argument, giving 1e-38 for -inf: the future's weights are set to 0.
+    if (diagonal) mask_future(scores, q0, k0, 0.0f);
+    row_sum = row_sum.cwiseProduct(rescale) + scores.rowwise().sum();
+    acc.array().colwise() *= rescale.array();
+    acc.noalias() += scores * v_block;  // the second matmul: weights times the tile's values
+    row_max = new_max;
+  }
+  acc.array().colwise() /= row_sum.array();
+  Eigen::Map<Eigen::VectorXf>(lse, rows) = (row_max.array() + row_sum.array().log()).matrix();
+}
 
 }  // namespace
 
@@ -35,42 +98,40 @@ AttentionOutput tiled_attention_forward(const torch::Tensor& q, const torch::Ten
   TORCH_CHECK(q_tile >= 1 && kv_tile >= 1, "tiled_attention_forward: tiles must be at least 1");
   TORCH_CHECK(q.dim() == 4 && q.sizes() == k.sizes() && q.sizes() == v.sizes(),
               "tiled_attention_forward: q, k, v must be (B, n_head, T, head_size) and alike");
+  TORCH_CHECK(q.scalar_type() == torch::kFloat && q.device().is_cpu() && k.scalar_type() == torch::kFloat &&
+                  v.scalar_type() == torch::kFloat,
+              "tiled_attention_forward: q, k, v must be float32 on the CPU");
+  torch::NoGradGuard no_grad;  // the gradients come from tiled_attention_backward, not through these ops
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  // One batch of B*H independent heads: every tile op below is one batched call over all of them.
-  const auto q3 = q.reshape({B * H, T, D});
-  const auto k3 = k.reshape({B * H, T, D});
-  const auto v3 = v.reshape({B * H, T, D});
+  // The queries scaled once (not every tile of scores); contiguous rows so each head is a (T, D) matrix.
+  const auto q3 = (q.reshape({B * H, T, D}) * scale).contiguous();
+  const auto k3 = k.reshape({B * H, T, D}).contiguous();
+  const auto v3 = v.reshape({B * H, T, D}).contiguous();
   auto out = torch::empty({B * H, T, D}, q.options());
   auto lse = torch::empty({B * H, T}, q.options());
+  const float *q_data = q3.data_ptr<float>(), *k_data = k3.data_ptr<float>(), *v_data = v3.data_ptr<float>();
+  float *out_data = out.data_ptr<float>(), *lse_data = lse.data_ptr<float>();
 
-  for (int64_t q0 = 0; q0 < T; q0 += q_tile) {
-    const int64_t rows = std::min(q_tile, T - q0);
-    const auto q_block = q3.narrow(1, q0, rows) * scale;  // scale the queries once, not every tile of scores
-    auto row_max = torch::full({B * H, rows, 1}, kMinusInfinity, q.options());
-    auto row_sum = torch::zeros({B * H, rows, 1}, q.options());
-    auto acc = torch::zeros({B * H, rows, D}, q.options());
-    const auto query_index = torch::arange(q0, q0 + rows, q.options().dtype(torch::kLong)).unsqueeze(1);
-
-    // Causal: keys after the block's last query are masked for every row, so the walk stops there.
-    for (int64_t k0 = 0; k0 < q0 + rows; k0 += kv_tile) {
-      const int64_t cols = std::min(kv_tile, q0 + rows - k0);
-      auto scores = torch::bmm(q_block, k3.narrow(1, k0, cols).transpose(1, 2));  // (B*H, rows, cols)
-      if (k0 + cols - 1 > q0) {  // the tile crosses the diagonal: mask key j > query i
-        const auto key_index = torch::arange(k0, k0 + cols, query_index.options()).unsqueeze(0);
-        scores.masked_fill_(key_index > query_index, kMinusInfinity);
+  // Heads are independent: each thread takes whole heads and works on one tile at a time in its own cache,
+  // the tile's matmuls Eigen's, single-threaded in that thread. Plain threads, not at::parallel_for: that is
+  // a header template whose loop runs in one thread unless the calling code is compiled with OpenMP.
+  const int64_t heads = B * H;
+  const int64_t workers = std::clamp<int64_t>(at::get_num_threads(), 1, heads);
+  const auto work = [&](int64_t worker) {
+    TileScratch scratch(std::min(q_tile, T), std::min(kv_tile, T));
+    for (int64_t head = worker; head < heads; head += workers) {
+      const int64_t offset = head * T * D;
+      for (int64_t q0 = 0; q0 < T; q0 += q_tile) {
+        attend_query_block(q_data + offset + q0 * D, k_data + offset, v_data + offset, std::min(q_tile, T - q0), D, q0,
+                           kv_tile, out_data + offset + q0 * D, lse_data + head * T + q0, scratch);
       }
-      // The first tile (k0 = 0) always holds key 0, which every row sees, so row_max is finite from then on.
-      const auto new_max = torch::maximum(row_max, scores.amax(-1, /*keepdim=*/true));  // amax: no argmax wanted
-      const auto rescale = torch::exp(row_max - new_max);  // 0 on the first tile: exp(-inf)
-      const auto weights = scores.sub_(new_max).exp_();    // in place: the tile of scores becomes its weights
-      row_sum = row_sum * rescale + weights.sum(-1, /*keepdim=*/true);
-      acc = torch::baddbmm(acc * rescale, weights, v3.narrow(1, k0, cols));
-      row_max = new_max;
     }
-    out.narrow(1, q0, rows).copy_(acc / row_sum);
-    lse.narrow(1, q0, rows).copy_((row_max + torch::log(row_sum)).squeeze(-1));
-  }
+  };
+  std::vector<std::thread> threads;
+  for (int64_t worker = 1; worker < workers; ++worker) threads.emplace_back(work, worker);
+  work(0);  // the calling thread is a worker too
+  for (auto& thread : threads) thread.join();
   return {out.view({B, H, T, D}), lse.view({B, H, T})};
 }
 
