@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,7 +33,7 @@ struct Config {
   bool progress_bar = true;    ///< a progress bar on stderr, only when stderr is a terminal
 };
 
-/// --quick: T = 64, 256, 512 with tiles of 64, 3 repeats, gradient check at T = 96 (a few seconds on a CPU).
+/// --quick: T = 64, 256, 1024 with tiles of 64, 3 repeats, gradient check at T = 96 (seconds on a CPU).
 Config quick_config();
 
 /// The three ways of computing the same attention.
@@ -82,6 +83,11 @@ struct Results {
 inline constexpr double kForwardTolerance = 2e-5;
 /// How far the tiled gradients may be from autograd's through the written-out attention (float32).
 inline constexpr double kBackwardTolerance = 1e-4;
+/// The reference tiled forward's goal: at most this many times SDPA's time...
+inline constexpr double kSdpaRatioGoal = 1.3;
+/// ... at these T (tiled_vs_sdpa_time_at_1024 is the first; the default run's largest is the second).
+inline constexpr std::array<int64_t, 2> kGoalSeqLengths{1024, 4096};
+
 /// The growth exponent (log extra memory / log T between the two largest T) the tiled forward must stay
 /// under, and the written-out one must exceed: linear is 1, quadratic 2.
 inline constexpr double kLinearExponentLimit = 1.3;
@@ -107,7 +113,7 @@ std::string sdpa_kernel_name(const torch::Tensor& q);
 /// Runs the CPU comparison at every T of @p config (and, when @p device is a CUDA GPU, the CUDA kernel
 /// beside SDPA's GPU backends), prints the table, writes the plot, and records the observations
 /// tiled_matches_reference, tiled_backward_matches_autograd, tiled_peak_memory_linear_in_T,
-/// tiled_vs_sdpa_time, written_out_vs_tiled_memory_at_4096, cuda_kernel_matches_sdpa and
+/// tiled_vs_sdpa_time, tiled_vs_sdpa_time_at_1024, written_out_vs_tiled_memory_at_4096, cuda_kernel_matches_sdpa and
 /// cuda_kernel_vs_sdpa_time. Throws speedlabs::UsageError, before any work, when no T is given or the
 /// tiles make more than kMaxTileSteps at the largest T, and speedlabs::RuntimeFailure when Ctrl-C stops the run.
 /// @param config the run
