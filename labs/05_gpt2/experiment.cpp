@@ -39,6 +39,13 @@ Config quick_config() {
 
 int warmup_steps(int steps) { return std::max(1, steps / 10); }
 
+namespace {
+
+constexpr const char* kFirstStepClaim =
+    "the first training step is slower than the steady ones (the chapter's A100: 43 ms against 36 ms)";
+
+}  // namespace
+
 speedlabs::Summary timed_steps(const ModeResult& r, const Config& config) {
   std::vector<double> ms;
   for (const auto& s : r.steps) {
@@ -272,6 +279,33 @@ void record_tf32(const std::vector<ModeResult>& results, const Config& config, c
                gap > 0 && gap <= kTrackTolerance);
 }
 
+// first_step_slower_than_median: the very first training step (allocation, the math library's set-up) against
+// every timed step after the warm-up, one ratio per timed step, in the first mode trained.
+void record_first_step(const ModeResult& r, const Config& config, speedlabs::Report& report) {
+  const double first_ms = r.steps.front().ms;
+  std::vector<double> ratios;
+  for (const auto& s : r.steps) {
+    if (s.step >= warmup_steps(config.steps)) ratios.push_back(first_ms / s.ms);
+  }
+  if (ratios.empty()) {
+    report.not_applicable("first_step_slower_than_median", kFirstStepClaim, "first / each timed step > 1, reported",
+                          "one step trains no timed step to compare with (--steps 1)", false);
+    return;
+  }
+  speedlabs::Evidence evidence;
+  evidence.value = speedlabs::summarize_samples(ratios);
+  evidence.contention = r.contention;
+  evidence.bounds = {speedlabs::positive_finite("first / timed step", evidence.value.median)};
+  evidence.load = speedlabs::LoadEffect::ratio;  // both are CPU-bound steps of the same training
+  report.decide(
+      "first_step_slower_than_median", kFirstStepClaim,
+      {{"mode", speedlabs::to_string(r.mode)},
+       {"first_ms", first_ms},
+       {"median_ms", r.median_ms},
+       {"ratio", evidence.value.median}},
+      "first / each timed step > 1, reported", evidence, [](double ratio) { return ratio > 1; }, false);
+}
+
 void record_observations(const std::vector<ModeResult>& results, const std::map<Precision, std::string>& skipped,
                          const Config& config, const c10::Device& device, speedlabs::Report& report) {
   if (results.empty()) return;
@@ -279,6 +313,7 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
   record_losses(results, fp32 ? *fp32 : results.front(), config, report);
   record_precision_effects(results, config, report);
   record_rates(results, skipped, config, report);
+  record_first_step(fp32 ? *fp32 : results.front(), config, report);
   record_tf32(results, config, device, report);
 }
 

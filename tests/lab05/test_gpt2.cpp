@@ -121,6 +121,13 @@ TEST(Lab05Observations, QuickRunHoldsItsClaims) {
     EXPECT_EQ(o.evidence["value"]["count"].get<int>(), config.steps - lab05::warmup_steps(config.steps));
     EXPECT_NEAR(o.evidence["value"]["median"].get<double>(), o.measured.get<double>(), 1e-6 * o.measured.get<double>());
   }
+  // The first step against each timed one: one ratio per timed step, in fp32, a reported timing.
+  const auto& first = report.at("first_step_slower_than_median");
+  EXPECT_TRUE(speedlabs::testing::timed_with_evidence(first));
+  EXPECT_FALSE(first.must_hold);
+  EXPECT_EQ(first.measured["mode"], "fp32");
+  EXPECT_GT(first.measured["first_ms"].get<double>(), 0.0);
+  EXPECT_EQ(first.evidence["value"]["count"].get<int>(), config.steps - lab05::warmup_steps(config.steps));
   EXPECT_EQ(report.at("tokens_loaded").measured.get<int64_t>(), 338025);
   EXPECT_EQ(report.at("batches_per_epoch").measured.get<int64_t>(), 338024 / (config.batch * config.seq));
   // TF32 is a GPU tensor-core mode: on the CPU both tf32 claims are not applicable, with the reason.
