@@ -26,8 +26,14 @@ using MatrixMap = Eigen::Map<Matrix>;
 // per thread and reused for every block of every head it takes. Nothing here grows with T.
 struct TileScratch {
   TileScratch(int64_t q_tile, int64_t kv_tile)
-      : scores(q_tile, kv_tile), row_max(q_tile), row_sum(q_tile), new_max(q_tile), rescale(q_tile) {}
-  Matrix scores;                     // one (rows, cols) tile, its top-left corner at each step
+      : storage(torch::empty({q_tile, kv_tile})),  // a tensor, so that memory meters see the tile
+        scores(storage.data_ptr<float>(), q_tile, kv_tile),
+        row_max(q_tile),
+        row_sum(q_tile),
+        new_max(q_tile),
+        rescale(q_tile) {}
+  torch::Tensor storage;
+  MatrixMap scores;                  // one (rows, cols) tile, its top-left corner at each step
   Eigen::VectorXf row_max, row_sum;  // per row: the running maximum and the running sum against it
   Eigen::VectorXf new_max, rescale;  // per row: the maximum after this tile, exp(old maximum - new maximum)
 };
