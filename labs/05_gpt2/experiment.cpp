@@ -20,6 +20,7 @@
 #include "datasets/data_loader.h"
 #include "datasets/token_cache.h"
 #include "mfu.h"
+#include "tf32_probe.h"
 #include "training.h"
 
 namespace lab05 {
@@ -315,6 +316,7 @@ void record_observations(const std::vector<ModeResult>& results, const std::map<
   record_rates(results, skipped, config, report);
   record_first_step(fp32 ? *fp32 : results.front(), config, report);
   record_tf32(results, config, device, report);
+  observe_tf32_layout(device, report);
 }
 
 // Every size and output is checked before any work: a bad one is a usage error now, not after the training.

@@ -53,10 +53,9 @@ inline constexpr double kFusedAtol = 1e-5;
 /// A share of the memory roof above 1 + this means the measurement failed (the caches served part of it).
 inline constexpr double kRoofTolerance = 0.25;
 /// Where bias + GELU is memory bound, the fused op must be at least this many times faster than the unfused
-/// chain (it moves half the bytes: 2x at best; this leaves room for the tanh's arithmetic)...
+/// chain (it moves half the bytes: 2x where both keep the memory equally busy; this leaves room for the tanh's
+/// arithmetic).
 inline constexpr double kFusedSpeedup = 1.3;
-/// ... and reach at least this share of the memory roof (the fewest bytes it must move over its time).
-inline constexpr double kFusedRoofShare = 0.5;
 
 /// The two heads at one size.
 struct HeadPeak {

@@ -1,7 +1,6 @@
 #include "fused_gelu.h"
 
 #include <ATen/Parallel.h>
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>

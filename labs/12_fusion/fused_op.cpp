@@ -90,9 +90,10 @@ void observe_fused_bytes(const Config& config, speedlabs::Report& report) {
                "reported (half the bytes)", true, /*must_hold=*/false);
 }
 
-// Each round decides on the smaller of its two margins: the fused op's speed-up over kFusedSpeedup and its share
-// of the memory roof over kFusedRoofShare (at least 1: both parts of the claim hold in that round). Each side's
-// bytes per second must stay under the roof, or the caches served part of the traffic and the measurement says
+// Each round decides on the fused op's speed-up over the unfused chain beside it. Its share of the memory roof
+// is reported, not decided: the roof is a best round measured apart, and on a VM it moved between 41 and 67 GB/s
+// from one run to the next on a quiet machine, more than the share could be trusted to within. Each side's bytes
+// per second must stay under the roof, or the caches served part of the traffic and the measurement says
 // nothing about memory.
 void observe_fused_time(const Config& config, const Results& r, const c10::Device& device, speedlabs::Report& report) {
   const double fused = fused_bytes(config.fused_rows, config.fused_cols);
@@ -104,11 +105,9 @@ void observe_fused_time(const Config& config, const Results& r, const c10::Devic
   };
   const speedlabs::Summary fused_share = share_of_roof(1, fused), unfused_share = share_of_roof(0, unfused);
   const speedlabs::Summary speedup = t.ratio(0, 1);
-  const speedlabs::Summary margin = t.per_round([=](const std::vector<double>& ms) {
-    return std::min(ms[0] / ms[1] / kFusedSpeedup, fused / (ms[1] / 1e3) / roof / kFusedRoofShare);
-  });
   speedlabs::Evidence evidence;
-  evidence.value = margin;
+  evidence.value = speedup;
+  evidence.load = speedlabs::LoadEffect::ratio;  // both sides run on the same cores, round by round
   evidence.contention = t.contention;
   evidence.bounds = {
       {"fused bytes/s over the memory roof (median round)", fused_share.median, 0, 1 + kRoofTolerance},
@@ -117,14 +116,13 @@ void observe_fused_time(const Config& config, const Results& r, const c10::Devic
       {"bytes moved", fused, 1, std::numeric_limits<double>::max()}};
   const std::string exemption =
       fused_claim_exemption(config.fused_rows, config.fused_cols, r.ridge, roof_stream_mib(device));
-  const std::string rule = "unfused / fused time >= " + fixed(kFusedSpeedup, 1) +
-                           " and the fused op at >= " + fixed(100 * kFusedRoofShare, 0) +
-                           "% of the memory roof, round by round";
+  const std::string rule =
+      "unfused / fused time >= " + fixed(kFusedSpeedup, 1) + " round by round; share of the roof reported";
   report.decide(
       "fused_vs_unfused_time",
       "on " + fused_shape(config) +
-          ", where bias + GELU is memory bound, the fused op is faster than libtorch's unfused chain and "
-          "near this machine's memory roof (lab 07's), timed interleaved",
+          ", where bias + GELU is memory bound, the fused op is faster than libtorch's unfused chain, timed "
+          "interleaved; its share of this machine's memory roof (lab 07's) is reported",
       {{"unfused_ms", t.sides[0].median_ms},
        {"fused_ms", t.sides[1].median_ms},
        {"speedup", speedup.median},
@@ -136,9 +134,9 @@ void observe_fused_time(const Config& config, const Results& r, const c10::Devic
        {"unfused_GBps", unfused / (t.sides[0].median_ms / 1e3) / 1e9},
        {"fused_share_of_roof", fused_share.median},
        {"unfused_share_of_roof", unfused_share.median},
-       {"margin", margin.median},
-       {"rounds", margin.count}},
-      exemption.empty() ? rule : "reported (" + exemption + "); " + rule, evidence, [](double x) { return x >= 1.0; },
+       {"rounds", speedup.count}},
+      exemption.empty() ? rule : "reported (" + exemption + "); " + rule, evidence,
+      [](double x) { return x >= kFusedSpeedup; },
       /*must_hold=*/exemption.empty());
 }
 

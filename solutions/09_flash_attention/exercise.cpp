@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <vector>
 
-#include <ATen/Parallel.h>
 #include <Eigen/Core>
+
+#include "common/threads.h"
 
 namespace lab09 {
 
@@ -120,11 +120,10 @@ AttentionOutput tiled_attention_forward(const torch::Tensor& q, const torch::Ten
   float *out_data = out.data_ptr<float>(), *lse_data = lse.data_ptr<float>();
 
   // Heads are independent: each thread takes whole heads and works on one tile at a time in its own cache,
-  // the tile's matmuls Eigen's, single-threaded in that thread. Plain threads, not at::parallel_for: that is
-  // a header template whose loop runs in one thread unless the calling code is compiled with OpenMP.
+  // the tile's matmuls Eigen's, single-threaded in that thread (common/threads.h says why not at::parallel_for).
   const int64_t heads = B * H;
-  const int64_t workers = std::clamp<int64_t>(at::get_num_threads(), 1, heads);
-  const auto work = [&](int64_t worker) {
+  const int64_t workers = speedlabs::worker_count(heads);
+  speedlabs::for_each_worker(workers, [&](int64_t worker) {
     TileScratch scratch(std::min(q_tile, T), std::min(kv_tile, T));
     for (int64_t head = worker; head < heads; head += workers) {
       const int64_t offset = head * T * D;
@@ -133,11 +132,7 @@ AttentionOutput tiled_attention_forward(const torch::Tensor& q, const torch::Ten
                            kv_tile, out_data + offset + q0 * D, lse_data + head * T + q0, scratch);
       }
     }
-  };
-  std::vector<std::thread> threads;
-  for (int64_t worker = 1; worker < workers; ++worker) threads.emplace_back(work, worker);
-  work(0);  // the calling thread is a worker too
-  for (auto& thread : threads) thread.join();
+  });
   return {out.view({B, H, T, D}), lse.view({B, H, T})};
 }
 

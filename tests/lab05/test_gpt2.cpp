@@ -121,6 +121,10 @@ TEST(Lab05Observations, QuickRunHoldsItsClaims) {
     EXPECT_EQ(o.evidence["value"]["count"].get<int>(), config.steps - lab05::warmup_steps(config.steps));
     EXPECT_NEAR(o.evidence["value"]["median"].get<double>(), o.measured.get<double>(), 1e-6 * o.measured.get<double>());
   }
+  // TF32 is probed only on a GPU with tensor cores; on the CPU the row says why it is not applicable.
+  const auto& tf32_layout = report.at("tf32_keeps_10_fraction_bits");
+  EXPECT_EQ(tf32_layout.verdict, speedlabs::Verdict::not_applicable);
+  EXPECT_NE(tf32_layout.reason.find("tensor cores"), std::string::npos) << tf32_layout.reason;
   // The first step against each timed one: one ratio per timed step, in fp32, a reported timing.
   const auto& first = report.at("first_step_slower_than_median");
   EXPECT_TRUE(speedlabs::testing::timed_with_evidence(first));
