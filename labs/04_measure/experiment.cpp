@@ -80,6 +80,7 @@ void observe_first_call(const CpuResult& cpu, const std::optional<Variant>& gpu,
   speedlabs::Evidence evidence;
   evidence.value = speedlabs::summarize_samples(first_over_warm);
   evidence.contention = cpu.fp32.timing.contention;
+  evidence.load = speedlabs::LoadEffect::ratio;  // a cold call against warm ones of the same CPU-bound forward
   report.decide(
       "first_call_slower_than_median",
       "the first call (cold) is slower than the median of the warm calls, on each device measured", warmup,

@@ -46,8 +46,9 @@ constexpr double kOpCostGoal = 2.0;
 // The ops' self times add up to the step; the profiler's own bookkeeping between events is the rest.
 constexpr double kShareSumSlack = 1.01;
 constexpr int kShownOps = 5;
-// At least this many rounds of a plain and a profiled step for the accounting: a spread needs three samples.
-constexpr int kAccountRounds = 3;
+// At least this many rounds of a plain and a profiled step for the accounting: with three, one stray round set a
+// quartile (3%, 3% and 9% in one quiet run); with seven it takes two.
+constexpr int kAccountRounds = 7;
 
 std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
 
