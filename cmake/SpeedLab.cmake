@@ -117,6 +117,24 @@ function(speedlabs_add_cuda_kernel out id folder name)
   set(${out} ${kernel} PARENT_SCOPE)
 endfunction()
 
+#   speedlabs_use_openmp(TARGET [SOURCES ...])
+# The sources (default: every source of TARGET) compiled with OpenMP, so that at::parallel_for in them runs on
+# libtorch's own OpenMP threads: it is a header template, and in code compiled without OpenMP it runs its loop in
+# one thread. Plain threads of our own would not do either: libtorch's OpenMP team keeps spinning for a while
+# after each of its ops, and threads started right after share the cores with it. The sources leave the shared
+# precompiled header and the unity build, whose flags they no longer share; TARGET links the OpenMP runtime
+# only, so its other sources keep the header.
+function(speedlabs_use_openmp target)
+  cmake_parse_arguments(O "" "" "SOURCES" ${ARGN})
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  if(NOT O_SOURCES)
+    get_target_property(O_SOURCES ${target} SOURCES)
+  endif()
+  set_source_files_properties(${O_SOURCES} PROPERTIES COMPILE_OPTIONS "${OpenMP_CXX_FLAGS}"
+                              SKIP_UNITY_BUILD_INCLUSION ON SKIP_PRECOMPILE_HEADERS ON)
+  target_link_libraries(${target} PUBLIC ${OpenMP_CXX_LIBRARIES})
+endfunction()
+
 function(speedlabs_add_lab)
   cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM;CUDA_KERNEL" "SOURCES;LIBS;USES_EXERCISES;TESTS;GPU_TESTS;GRADED_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
   if(NOT LAB_ID)

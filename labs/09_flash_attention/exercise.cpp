@@ -35,10 +35,9 @@ torch::Tensor online_softmax(const torch::Tensor& /*logits*/, int64_t /*block*/)
 //   std::min for the last block's length.
 // - Speed: every op is one call into libtorch's thread pool; bigger tiles mean fewer, larger calls. Take
 //   the row maximum with amax: max(-1) also computes the argmax, which made an earlier reference 1.5x slower.
-//   Faster still (the reference, near SDPA): one thread per core taking whole heads
-//   (speedlabs::for_each_worker, common/threads.h), each tile done in that thread with Eigen on the head's
-//   rows. Not at::parallel_for (its threads exist only where the caller is compiled with OpenMP), and no
-//   libtorch matmul inside your threads (MKL opens its own team).
+//   Faster still (the reference, near SDPA): at::parallel_for over whole heads (this file is compiled with
+//   OpenMP, so it runs on libtorch's threads), each tile done in its thread with Eigen on the head's rows, and
+//   no libtorch matmul inside those threads (MKL would open a team of its own).
 AttentionOutput tiled_attention_forward(const torch::Tensor& /*q*/, const torch::Tensor& /*k*/,
                                         const torch::Tensor& /*v*/, int64_t /*q_tile*/, int64_t /*kv_tile*/) {
   // TODO(lab09): the tiled causal forward with the online softmax, returning the output and the log-sum-exp.

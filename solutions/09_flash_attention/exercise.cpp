@@ -6,9 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <Eigen/Core>
-
-#include "common/threads.h"
 
 namespace lab09 {
 
@@ -119,13 +118,13 @@ AttentionOutput tiled_attention_forward(const torch::Tensor& q, const torch::Ten
   const float *q_data = q3.data_ptr<float>(), *k_data = k3.data_ptr<float>(), *v_data = v3.data_ptr<float>();
   float *out_data = out.data_ptr<float>(), *lse_data = lse.data_ptr<float>();
 
-  // Heads are independent: each thread takes whole heads and works on one tile at a time in its own cache,
-  // the tile's matmuls Eigen's, single-threaded in that thread (common/threads.h says why not at::parallel_for).
+  // Heads are independent: libtorch's threads take whole heads and work on one tile at a time in their own
+  // cache, the tile's matmuls Eigen's, single-threaded in that thread. This file is compiled with OpenMP
+  // (labs/09_flash_attention/CMakeLists.txt), so at::parallel_for runs on the threads SDPA just used.
   const int64_t heads = B * H;
-  const int64_t workers = speedlabs::worker_count(heads);
-  speedlabs::for_each_worker(workers, [&](int64_t worker) {
+  at::parallel_for(0, heads, 1, [&](int64_t first_head, int64_t end_head) {
     TileScratch scratch(std::min(q_tile, T), std::min(kv_tile, T));
-    for (int64_t head = worker; head < heads; head += workers) {
+    for (int64_t head = first_head; head < end_head; ++head) {
       const int64_t offset = head * T * D;
       for (int64_t q0 = 0; q0 < T; q0 += q_tile) {
         attend_query_block(q_data + offset + q0 * D, k_data + offset, v_data + offset, std::min(q_tile, T - q0), D, q0,
