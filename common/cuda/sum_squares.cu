@@ -6,16 +6,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/cuda/check.h"
 #include "common/cuda/kernels.h"
 
 namespace speedlabs::cuda {
 namespace {
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
-  }
-}
 
 struct DeviceFree {
   void operator()(void* p) const { cudaFree(p); }
@@ -24,7 +19,7 @@ using DeviceBuffer = std::unique_ptr<double, DeviceFree>;
 
 DeviceBuffer device_alloc(int64_t count) {
   void* p = nullptr;
-  check(cudaMalloc(&p, static_cast<size_t>(count) * sizeof(double)), "cudaMalloc");
+  SPEEDLABS_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(count) * sizeof(double)));
   return DeviceBuffer(static_cast<double*>(p));
 }
 
@@ -35,7 +30,7 @@ using Event = std::unique_ptr<CUevent_st, EventDestroy>;
 
 Event make_event() {
   cudaEvent_t e = nullptr;
-  check(cudaEventCreate(&e), "cudaEventCreate");
+  SPEEDLABS_CUDA_CHECK(cudaEventCreate(&e));
   return Event(e);
 }
 
@@ -73,28 +68,28 @@ KernelRun sum_squares(const double* x, int64_t n, SumSquaresLaunch launch, int w
   if (warmup < 0 || repeats < 1) throw std::invalid_argument("sum_squares: warmup >= 0 and repeats >= 1 needed");
   const GpuPresence gpus = find_gpus();
   if (gpus.count == 0) throw std::runtime_error("sum_squares: " + gpus.reason);
-  check(cudaSetDevice(0), "cudaSetDevice");
+  SPEEDLABS_CUDA_CHECK(cudaSetDevice(0));
 
   DeviceBuffer data = device_alloc(n);
   DeviceBuffer partials = device_alloc(kMaxPartials);
   DeviceBuffer out = device_alloc(1);
-  check(cudaMemcpy(data.get(), x, static_cast<size_t>(n) * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
+  SPEEDLABS_CUDA_CHECK(cudaMemcpy(data.get(), x, static_cast<size_t>(n) * sizeof(double), cudaMemcpyHostToDevice));
 
   const Event start = make_event();
   const Event end = make_event();
   KernelRun run;
   for (int i = 0; i < warmup + repeats; ++i) {
-    check(cudaEventRecord(start.get()), "cudaEventRecord");
+    SPEEDLABS_CUDA_CHECK(cudaEventRecord(start.get()));
     launch(data.get(), n, partials.get(), out.get());
-    check(cudaGetLastError(), "kernel launch");  // a bad launch configuration shows here
-    check(cudaEventRecord(end.get()), "cudaEventRecord");
-    check(cudaEventSynchronize(end.get()), "cudaEventSynchronize");
+    SPEEDLABS_CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
+    SPEEDLABS_CUDA_CHECK(cudaEventRecord(end.get()));
+    SPEEDLABS_CUDA_CHECK(cudaEventSynchronize(end.get()));
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, start.get(), end.get()), "cudaEventElapsedTime");
+    SPEEDLABS_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), end.get()));
     if (i == 0) run.first_ms = ms;
     if (i >= warmup) run.times_ms.push_back(ms);
   }
-  check(cudaMemcpy(&run.sum, out.get(), sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  SPEEDLABS_CUDA_CHECK(cudaMemcpy(&run.sum, out.get(), sizeof(double), cudaMemcpyDeviceToHost));
   return run;
 }
 

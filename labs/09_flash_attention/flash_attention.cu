@@ -1,5 +1,6 @@
 // Lab 09 optional GPU exercise stub: write the kernel, then run ./lab run 09 --device cuda on a GPU machine
 // (check your work there with ctest -L lab09 -L gpu; the CPU exercise is checked with ./lab check 09).
+#include "common/cuda/check.h"
 #include "common/errors.h"
 #include "flash_attention.h"
 
@@ -16,7 +17,8 @@ namespace lab09::cuda {
 //   (key j > its row i is masked), rescales as in the CPU version, accumulates p * v, then __syncthreads()
 //   before the next tile overwrites shared memory. Rows past seq still take part in loads and barriers.
 // - Template the kernel on head_size so the per-thread arrays have a compile-time size (registers).
-// - Check cudaGetLastError() after the launch and throw std::runtime_error with its text.
+// - Check the launch with SPEEDLABS_CUDA_CHECK(cudaGetLastError()) (common/cuda/check.h): a bad launch
+//   configuration shows there, and the macro throws with the runtime's text.
 void flash_attention_forward(const float* /*q*/, const float* /*k*/, const float* /*v*/, float* /*out*/, float* /*lse*/,
                              int64_t /*batch*/, int64_t /*heads*/, int64_t /*seq*/, int64_t /*head_size*/) {
   // TODO(lab09): the optional GPU exercise: the tiled forward as a CUDA kernel with shared memory.

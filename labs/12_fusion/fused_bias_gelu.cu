@@ -2,9 +2,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 
+#include "common/cuda/check.h"
 #include "fused_bias_gelu.h"
 
 namespace lab12::cuda {
@@ -35,9 +34,7 @@ void fused_bias_gelu(const float* x, const float* bias, float* out, int64_t rows
   const dim3 grid(static_cast<unsigned>((cols + kThreads - 1) / kThreads),
                   static_cast<unsigned>(std::min<int64_t>(rows, kMaxRowBlocks)));
   bias_gelu_kernel<<<grid, kThreads>>>(x, bias, out, rows, cols);
-  if (const cudaError_t error = cudaGetLastError(); error != cudaSuccess) {
-    throw std::runtime_error(std::string("lab12: bias + GELU kernel launch failed: ") + cudaGetErrorString(error));
-  }
+  SPEEDLABS_CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
 }
 
 }  // namespace lab12::cuda

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/cuda/check.h"
 #include "flash_attention.h"
 
 namespace lab09::cuda {
@@ -117,11 +118,7 @@ void flash_attention_forward(const float* q, const float* k, const float* v, flo
       throw std::invalid_argument("flash_attention_forward: head_size " + std::to_string(head_size) +
                                   " has no kernel (32 or 64)");
   }
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("flash_attention_forward: kernel launch failed: ") +
-                             cudaGetErrorString(status));
-  }
+  SPEEDLABS_CUDA_CHECK(cudaGetLastError());  // a bad launch configuration shows here
 }
 
 }  // namespace lab09::cuda
