@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI's check of the code's shape (README, "Keeping the shape"): every C++ and CUDA source formatted as
 # .clang-format says, no function in labs/, common/, datasets/ or solutions/ longer than 80 lines (lizard,
-# from PyPI, in its own venv under .cache/) and no source file there longer than 450 lines.
+# from PyPI, in its own venv under .cache/), no source file there longer than 450 lines, and no Python or shell
+# script under scripts/ (nor the ./lab driver) longer than 400 lines.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -29,3 +30,15 @@ while IFS= read -r -d '' file; do
 done < <(git ls-files -z labs common datasets solutions | grep -z -E '\.(cpp|h|cu)$')
 ((long == 0)) || exit 1
 echo "file length: no source file longer than 450 lines"
+
+# The scripts are held to a size too: 400 lines, past which a script is doing two jobs.
+long=0
+while IFS= read -r -d '' file; do
+  lines=$(wc -l <"$file")
+  if ((lines > 400)); then
+    echo "$file: $lines lines (a script holds at most 400: split it into modules along a real seam)" >&2
+    long=1
+  fi
+done < <(git ls-files -z scripts lab | grep -z -E '\.(py|sh)$|^lab$')
+((long == 0)) || exit 1
+echo "script length: no Python or shell script under scripts/, nor ./lab, longer than 400 lines"

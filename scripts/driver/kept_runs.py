@@ -1,0 +1,204 @@
+"""Kept runs (docs/results/labNN.json) for the lab pages (standard library only): making them (refresh), tying each
+to the sources it was made from (fingerprint, provenance, stale_runs; see lab_pages.py's comment) and reading
+them back (kept_report, kept_runs_by_machine, run_machine)."""
+import datetime
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+
+import lab_list  # scripts/driver/lab_list.py, beside this file
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+
+
+def lab_folders():
+    """labs/NN_topic/ folders in lab order."""
+    return lab_list.lab_folders(ROOT)
+
+
+def lab_folder(number):
+    found = [f for f in lab_folders() if f.name[:2] == number]
+    return found[0] if found else None
+
+
+# ---------------------------------------------------------------------------------------------- refresh
+
+def cpu_model():
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return platform.processor() or platform.machine()
+
+
+def refresh(build, only):
+    """Runs each lab's program with --quick --json and writes docs/results/labNN.json atomically."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    machine = {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "os": f"{platform.system()} {platform.release()}"}
+    failed = []
+    for folder in lab_folders():
+        number = folder.name[:2]
+        if only and number not in only:
+            continue
+        program = build / "bin" / f"lab{number}"
+        if not program.exists():
+            sys.exit(f"lab_pages: {program} not found: build first (./lab build)")
+        with tempfile.TemporaryDirectory() as tmp:
+            json_path = pathlib.Path(tmp) / "report.json"
+            argv = [str(program), "--quick", "--json", str(json_path)]
+            print(f"lab_pages: lab {number}: {' '.join(argv[:2])} --json ...", flush=True)
+            started = datetime.datetime.now(datetime.timezone.utc)
+            load_before = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+            run = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
+            seconds = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
+            # 0: every must-hold observation holds, 1: one fails, 5: one could not be decided (the machine was
+            # busy, or the samples scattered): real results, kept and shown; 2-4: no report.
+            if run.returncode not in (0, 1, 5) or not json_path.exists():
+                failed.append(number)
+                print(f"lab_pages: lab {number} exited with {run.returncode}:\n{run.stderr[-2000:]}", file=sys.stderr)
+                continue
+            report = json.loads(json_path.read_text())
+        report["run"] = {"command": f"build/bin/lab{number} --quick --json", "exit_code": run.returncode,
+                         "date": started.strftime("%Y-%m-%d"), "seconds": round(seconds, 1), **machine,
+                         "load_average_before": load_before, **provenance(number)}
+        target = RESULTS / f"lab{number}.json"
+        partial = target.with_suffix(".json.partial")
+        partial.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        partial.replace(target)
+        print(f"lab_pages: wrote {target.relative_to(ROOT)} ({seconds:.0f} s, exit {run.returncode})", flush=True)
+    if failed:
+        sys.exit(f"lab_pages: no report from lab(s) {', '.join(failed)}")
+
+
+# ---------------------------------------------------------------------------------------- provenance
+
+def used_labs(number, seen=None):
+    """The labs whose exercise lab NN runs (USES_EXERCISES in its CMakeLists.txt), followed through."""
+    seen = set() if seen is None else seen
+    folder = lab_folder(number)
+    cmake = folder / "CMakeLists.txt" if folder else None
+    if cmake and cmake.exists():
+        match = re.search(r"USES_EXERCISES((?:\s+\d\d)+)", cmake.read_text(encoding="utf-8"))
+        for used in (match.group(1).split() if match else []):
+            if used not in seen:
+                seen.add(used)
+                used_labs(used, seen)
+    return sorted(seen)
+
+
+def fingerprint_roots(number):
+    """The folders a kept run of lab NN depends on, relative to the repository (see the module's comment)."""
+    roots = []
+    for n in [number, *used_labs(number)]:
+        folder = lab_folder(n)
+        if folder:
+            roots.append(f"labs/{folder.name}")
+            if (ROOT / "solutions" / folder.name).is_dir():
+                roots.append(f"solutions/{folder.name}")
+    return roots + ["common", "datasets"]
+
+
+def listed_files(root_rel):
+    """The files under a folder as git lists them (tracked, or new and not ignored); every file there when
+    this is not a git checkout (a scratch copy)."""
+    folder = ROOT / root_rel
+    git = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                          "--", root_rel], capture_output=True)
+    inside = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if git.returncode == 0 and inside.returncode == 0 and pathlib.Path(inside.stdout.strip()).resolve() == ROOT:
+        names = sorted({n for n in git.stdout.decode().split("\0") if n})
+        return [ROOT / n for n in names if (ROOT / n).is_file()]
+    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def fingerprint(number):
+    digest = hashlib.sha256()
+    for root_rel in fingerprint_roots(number):
+        for path in listed_files(root_rel):
+            if path.name == "predictions.toml":
+                continue  # a student's predictions (or the reference's) change what the table says, not what the lab measures
+            digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def provenance(number):
+    """What a kept run records about the code it was made from: the commit, whether the tree had changes
+    beyond it, and the fingerprint of the sources it depends on."""
+    def git(*args):
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else None
+    return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
+            "fingerprint": fingerprint(number), "fingerprint_of": fingerprint_roots(number)}
+
+
+def refresh_command(number):
+    return f"./lab docs --refresh-results {number}"
+
+
+def stale_runs():
+    """Sentences, one per lab whose kept run was not made from the sources as they are now."""
+    problems = []
+    for folder in lab_folders():
+        number = folder.name[:2]
+        path = RESULTS / f"lab{number}.json"
+        if not path.exists():
+            continue  # a new lab before its first kept run: check-ids reports it as skipped
+        run = json.loads(path.read_text(encoding="utf-8")).get("run", {})
+        kept = run.get("fingerprint")
+        if kept == fingerprint(number):
+            continue
+        if kept:
+            why = (f"made at commit {(run.get('commit') or '?')[:10]}; a file under "
+                   f"{', '.join(fingerprint_roots(number))} has changed since")
+        else:
+            why = "it records no fingerprint of the sources it was made from"
+        problems.append(f"lab {number}: the kept run docs/results/lab{number}.json is stale ({why}): "
+                        f"rerun it with {refresh_command(number)} and commit it")
+    return problems
+
+
+# ------------------------------------------------------------------------------------------ reading back
+
+def kept_report(number, cache={}):
+    if number not in cache:
+        path = RESULTS / f"lab{number}.json"
+        cache[number] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return cache[number]
+
+
+def kept_runs_by_machine():
+    """{machine label: {lab number: report}}: docs/results/labNN.json, and docs/results/<folder>/labNN.json
+    for kept runs of another machine (a GPU's)."""
+    machines = {}
+    for path in sorted(RESULTS.glob("lab[0-9][0-9].json")) + sorted(RESULTS.glob("*/lab[0-9][0-9].json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        device = report.get("device", "?").split(" ")[0]
+        label = f"{report['run']['cpu']}, {report['run']['logical_cpus']} logical CPUs ({device})"
+        if device != "cpu" and report["run"].get("gpu"):
+            label = f"{report['run']['gpu']} ({device})"
+        machines.setdefault(label, {})[path.stem[3:]] = report
+    return machines
+
+
+def run_machine(report):
+    """The machine of a kept run in words: "AMD EPYC, 2 logical CPUs, quiet (load 0.12 when it started)"."""
+    run = report["run"]
+    words = f"{run['cpu']}, {run['logical_cpus']} logical CPUs"
+    load = run.get("load_average_before")
+    if isinstance(load, (int, float)):
+        words += f", {'busy' if load >= 0.5 * max(1, run['logical_cpus']) else 'quiet'} (load {load:.2f} when it started)"
+    return words

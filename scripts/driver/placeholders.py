@@ -1,0 +1,170 @@
+"""The placeholders a docs page may hold (standard library only): {{run:...}}, a value of a lab's kept run, and
+{{questions:NN}}, lab NN's questions; each filled for the page (fill_placeholders, fill_questions) and checked
+before the docs are built (placeholder_problems, question_problems)."""
+import re
+import sys
+
+from kept_runs import ROOT, kept_report, lab_folder, run_machine
+from page_markdown import OBSERVE_HEADING, cell, outside_code, prose
+
+
+# {{run:NN:ID.FIELD...|FORMAT}}: a value of lab NN's kept run. ID is an observation id; FIELD is a path
+# into the observation (measured, expected, verdict, reason, evidence, ...), or into its "measured" when it
+# names none of those (so {{run:07:loader_cost_ms.ms_per_batch}} is measured.ms_per_batch); a number in
+# the path indexes a list. FORMAT is a Python format spec (".0f", ".1%", ",.0f"), optionally after a scale
+# that divides first: k, M, G (powers of 1000), KiB, MiB, GiB (powers of 1024); "|MiB.0f" is the value in
+# MiB with no decimals. {{run:NN:machine}} is the machine the kept run was made on, in words.
+PLACEHOLDER = re.compile(r"\{\{run:(?P<lab>\d\d):(?P<id>[A-Za-z0-9_]+)(?P<path>(?:\.[A-Za-z0-9_]+)*)"
+                         r"(?:\|(?P<format>[^}]*))?\}\}")
+OBSERVATION_FIELDS = {"id", "claim", "measured", "expected", "verdict", "reason", "must_hold", "evidence"}
+SCALES = {"k": 1e3, "M": 1e6, "G": 1e9, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
+
+
+class PlaceholderError(ValueError):
+    pass
+
+
+def resolve(match):
+    text, number, ident = match.group(0), match.group("lab"), match.group("id")
+    report = kept_report(number)
+    if report is None:
+        raise PlaceholderError(f"{text}: lab {number} has no kept run (docs/results/lab{number}.json)")
+    if ident == "machine" and not match.group("path"):
+        return prose(run_machine(report))
+    observation = next((o for o in report["observations"] if o["id"] == ident), None)
+    if observation is None:
+        raise PlaceholderError(f"{text}: lab {number}'s kept run has no observation '{ident}'")
+    keys = [k for k in match.group("path").split(".") if k]
+    value = observation if keys and keys[0] in OBSERVATION_FIELDS else observation.get("measured")
+    for key in keys or []:
+        if isinstance(value, dict) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            raise PlaceholderError(f"{text}: observation '{ident}' of lab {number} has no field "
+                                   f"'{match.group('path')[1:]}'")
+    if isinstance(value, (dict, list)) or value is None:
+        raise PlaceholderError(f"{text}: '{ident}{match.group('path')}' is {type(value).__name__}, not a value: "
+                               f"name one of its fields")
+    spec = match.group("format") or ""
+    scale = next((s for s in sorted(SCALES, key=len, reverse=True) if spec.startswith(s)), None)
+    if scale:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise PlaceholderError(f"{text}: a scale needs a number, the field holds {value!r}")
+        value, spec = value / SCALES[scale], spec[len(scale):]
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if keys and keys[-1] == "verdict" and isinstance(value, str):
+        return {"holds": "holds", "fails": "fails", "not_applicable": "not applicable",
+                "inconclusive": "could not decide"}.get(value, value)
+    if not spec:
+        if isinstance(value, float):
+            return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+        return prose(str(value))
+    try:
+        return format(value, spec)
+    except (ValueError, TypeError) as error:
+        raise PlaceholderError(f"{text}: format '{spec}' does not apply to {value!r}: {error}") from None
+
+
+def fill_placeholders(text):
+    """The page with every {{run:...}} outside code replaced by its value; PlaceholderError names the first
+    bad one."""
+    for match in reversed(outside_code(PLACEHOLDER, text)):
+        text = text[:match.start()] + resolve(match) + text[match.end():]
+    return text
+
+
+def placeholder_problems(path):
+    text = path.read_text(encoding="utf-8")
+    problems = []
+    for match in outside_code(PLACEHOLDER, text):
+        try:
+            resolve(match)
+        except PlaceholderError as error:
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(f"{path.relative_to(ROOT)}:{line}: {error}")
+    for match in outside_code(re.compile(r"\{\{run:[^}]*\}\}"), text):
+        if not PLACEHOLDER.fullmatch(match.group(0)):
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(f"{path.relative_to(ROOT)}:{line}: {match.group(0)} is not a placeholder: "
+                            f"{{{{run:NN:ID.FIELD|FORMAT}}}}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------- questions
+
+# {{questions:NN}}, on a line of its own just before a lesson's "What you should observe": lab NN's questions,
+# written once in labs/NN_topic/predictions.toml (questions_section). Each lab with questions has exactly one.
+QUESTIONS = re.compile(r"^\{\{questions:(?P<lab>\d\d)\}\}$", re.M)
+
+
+def fill_questions(text):
+    """The page with every {{questions:NN}} line outside code replaced by lab NN's questions."""
+    for match in reversed(outside_code(QUESTIONS, text)):
+        folder = lab_folder(match.group("lab"))
+        if folder is None:
+            raise PlaceholderError(f"{match.group(0)}: there is no lab {match.group('lab')}")
+        text = text[:match.start()] + questions_section(folder).rstrip("\n") + text[match.end():]
+    return text
+
+
+def question_problems(path, text=None):
+    """Sentences for each {{questions:...}} of @p path (or of @p text, read as that page) that is malformed or
+    names no lab, and, on a lesson whose lab has questions, for a missing, doubled or misplaced one."""
+    text, name = path.read_text(encoding="utf-8") if text is None else text, path.relative_to(ROOT)
+    problems = []
+    for match in outside_code(re.compile(r"\{\{questions[^}]*\}\}"), text):
+        line = text.count("\n", 0, match.start()) + 1
+        good = next((m for m in outside_code(QUESTIONS, text) if m.start() == match.start()), None)
+        if good is None:
+            problems.append(f"{name}:{line}: {match.group(0)} is not a placeholder: "
+                            "{{questions:NN}} on a line alone")
+        elif lab_folder(good.group("lab")) is None:
+            problems.append(f"{name}:{line}: {match.group(0)}: there is no lab {good.group('lab')}")
+    folder = path.parent
+    if path.name != "README.md" or folder.parent != ROOT / "labs" or not re.fullmatch(r"\d\d_.+", folder.name):
+        return problems
+    sys.path.insert(0, str(ROOT / "scripts" / "driver"))
+    import predictions
+    if not predictions.read(folder / "predictions.toml"):
+        return problems
+    own = f"{{{{questions:{folder.name[:2]}}}}}"
+    lines = text.split("\n")
+    found = [i for i, l in enumerate(lines) if l == own]
+    after = next((l for l in lines[found[0] + 1:] if l.strip()), "") if len(found) == 1 else ""
+    if len(found) != 1 or not after.startswith(OBSERVE_HEADING):
+        problems.append(f"{name}: the lesson lists its questions with one line {own} just before "
+                        f'"{OBSERVE_HEADING}" (found {len(found)}' + (", elsewhere" if len(found) == 1 else "") + ")")
+    return problems
+
+
+def questions_section(folder):
+    """The lab's questions (folder/predictions.toml) as a section to read before "What you should observe":
+    what the student predicts before running the lab, each with its unit and how close counts. The `why` of
+    each is left out: it explains the measurement, and the run shows it beside the answer."""
+    sys.path.insert(0, str(ROOT / "scripts" / "driver"))
+    import predictions
+    try:
+        questions = predictions.read(folder / "predictions.toml")
+    except predictions.PredictionError as error:
+        sys.exit(f"{folder / 'predictions.toml'}: {error}")
+    if not questions:
+        return ""
+    number = folder.name[:2]
+    lines = ["## Predict, then measure", "",
+             f"Before you run the lab, write your answer to each question in `labs/{folder.name}/predictions.toml`. "
+             f"`./lab run {number}` then shows each prediction beside what it measured, with why, and "
+             f"`./lab check {number}` says which ones were close, compared with your own latest run.", "",
+             "| | question | unit | close enough |", "|---|---|---|---|"]
+    # Numbered in the file's order, not named by observation: some ids state the answer (fp16_70000_is_inf).
+    for index, q in enumerate(questions, 1):
+        kind, limit = q.tolerance
+        rule = {"exact": "exactly", "relative": f"within {limit:.0%}" if limit >= 0.01 else f"within {limit:g} relative",
+                "absolute": f"within {limit:g}", "factor": f"within {limit:g}x",
+                "side_of": f"the same side of {limit:g}"}[kind]
+        if kind == "side_of":
+            rule += " (a number, or above/below, more/less)"
+        lines.append(f"| {index} | {cell(prose(q.question))} | {cell(prose(q.unit)) or '-'} | {rule} |")
+    return "\n".join(lines + [""])
