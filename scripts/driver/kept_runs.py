@@ -71,6 +71,9 @@ def refresh(build, only):
                 print(f"lab_pages: lab {number} exited with {run.returncode}:\n{run.stderr[-2000:]}", file=sys.stderr)
                 continue
             report = json.loads(json_path.read_text())
+        # The flags as the program's --help gives them: the lab page's flag list comes from here, not from a copy.
+        usage = subprocess.run([str(program), "--help"], capture_output=True, text=True, timeout=60)
+        report["flags"] = flag_list(usage.stdout)
         report["run"] = {"command": f"build/bin/lab{number} --quick --json", "exit_code": run.returncode,
                          "date": started.strftime("%Y-%m-%d"), "seconds": round(seconds, 1), **machine,
                          "load_average_before": load_before, **provenance(number)}
@@ -81,6 +84,20 @@ def refresh(build, only):
         print(f"lab_pages: wrote {target.relative_to(ROOT)} ({seconds:.0f} s, exit {run.returncode})", flush=True)
     if failed:
         sys.exit(f"lab_pages: no report from lab(s) {', '.join(failed)}")
+
+
+def flag_list(usage):
+    """Each flag of a lab program's --help as [flag, help], --help itself left out. CLI11 prints a flag and its
+    type from column 2 and its help from column 30, on the same line or, when the flag is wider, on the next."""
+    flags = []
+    for line in usage.splitlines():
+        if line.startswith("  -"):
+            name = line.split()[0].split(",")[-1]
+            same_line = len(line) > 30 and line[28:30] == "  " and line[30] != " "
+            flags.append([name, line[30:].strip() if same_line else ""])
+        elif flags and not flags[-1][1] and line.startswith(" " * 30):
+            flags[-1][1] = line.strip()
+    return [flag for flag in flags if flag[0] != "--help"]
 
 
 # ---------------------------------------------------------------------------------------- provenance

@@ -37,7 +37,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from claims_ledger import claims_ledger, ledger_problems  # noqa: E402
 from kept_runs import RESULTS, ROOT, fingerprint, fingerprint_roots, lab_folders, refresh, stale_runs  # noqa: E402
-from page_markdown import OBSERVE_HEADING, observe_table_ids, prose, results_section  # noqa: E402,F401
+from page_markdown import OBSERVE_HEADING, flags_section, observe_table_ids, prose, results_section  # noqa: E402,F401
 from placeholders import (PlaceholderError, fill_placeholders, fill_questions, placeholder_problems,  # noqa: E402,F401
                           question_problems, questions_section)
 
@@ -142,7 +142,8 @@ def lab_path_list():
 
 def filter_page(path):
     """Doxygen reads each Markdown page through this: image paths into docs/images/ made Doxygen's, on a lab
-    README the kept run's observation table at the end of "What you should observe", and on the main page
+    README the kept run's observation table at the end of "What you should observe" and its flags (with
+    their defaults and --quick values, from the program's --help) at the end of the page, and on the main page
     the generated path through the labs in place of the line `@labs_path`."""
     page = pathlib.Path(path).resolve()
     text = page.read_text(encoding="utf-8")
@@ -154,7 +155,7 @@ def filter_page(path):
         if section and start is not None:
             end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
             lines[end:end] = section.split("\n")
-        text = "\n".join(lines)
+        text = "\n".join(lines).rstrip("\n") + "\n" + flags_section(page.parent.name[:2])
     text = re.sub(r"^@labs_path$", lambda _: lab_path_list(), text, flags=re.M)
     text = re.sub(r"^@claims_ledger$", lambda _: claims_ledger(), text, flags=re.M)
     try:

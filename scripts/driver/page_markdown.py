@@ -133,3 +133,16 @@ def results_section(number):
         *rows,
         "",
     ])
+
+
+def flags_section(number):
+    """Every flag of lab NN with its help, default and --quick value, as its program's --help said when the kept
+    run was made (empty when the kept run has none)."""
+    path = RESULTS / f"lab{number}.json"
+    flags = json.loads(path.read_text(encoding="utf-8")).get("flags") if path.exists() else None
+    if not flags:
+        return ""
+    rows = [f"| `{name}` | {cell(text)} |" for name, text in flags]
+    return "\n".join(["", "## Every flag", "",
+                      f"As `build/bin/lab{number} --help` printed them when the kept run above was made:", "",
+                      "| flag | what it sets |", "|---|---|", *rows, ""])

@@ -30,6 +30,18 @@ on {{run:01:machine}}. An example stays as written: `{{run:01:no_such_id}}`.
 ## Next
 """
 
+# A lab program's --help, as CLI11 lays it out: a flag's help from column 30, or on the next line.
+USAGE = """speedlabs lab 01_demo: a demo
+Usage: build/bin/lab01 [OPTIONS]
+
+Options:
+  -h,--help                   Print this help message and exit
+  --quick                     small sizes: finishes in seconds
+  --steps INT:INT in [1 - 100000]
+                              training steps per run (default 200; --quick: 60)
+  --seed UINT:0..2^63-1       random seed (default 0; --quick: 0)
+"""
+
 
 class ScratchCopy(unittest.TestCase):
     def setUp(self):
@@ -116,6 +128,7 @@ class ScratchCopy(unittest.TestCase):
         report = json.loads((self.root / "docs" / "results" / "lab01.json").read_text(encoding="utf-8"))
         del report["run"]
         program.write_text("#!" + sys.executable + "\nimport json, sys\n"
+                           f"if '--help' in sys.argv: print({USAGE!r}); sys.exit(0)\n"
                            f"open(sys.argv[sys.argv.index('--json') + 1], 'w').write(json.dumps({report!r}))\n"
                            "sys.exit(5)  # a must-hold observation could not be decided: still a report\n")
         program.chmod(0o755)
@@ -127,6 +140,12 @@ class ScratchCopy(unittest.TestCase):
         self.assertIn("commit", run)
         self.assertIn("load_average_before", run)
         self.assertEqual(run["exit_code"], 5)
+        flags = json.loads((self.root / "docs" / "results" / "lab01.json").read_text(encoding="utf-8"))["flags"]
+        self.assertEqual(flags, [["--quick", "small sizes: finishes in seconds"],
+                                 ["--steps", "training steps per run (default 200; --quick: 60)"],
+                                 ["--seed", "random seed (default 0; --quick: 0)"]])
+        page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md")).stdout
+        self.assertIn("| `--steps` | training steps per run (default 200; --quick: 60) |", page)
         self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
         (self.root / "labs" / "01_demo" / "experiment.cpp").write_text("int answer() { return 43; }\n")
         self.assertIn("./lab docs --refresh-results 01", self.lab_pages("check").stderr)
