@@ -1,8 +1,10 @@
 // Lab 02 exercise: float32 to float16 and bfloat16, in bits. Replace each body, then check your work
-// with ./lab check 02 (it compares your bits with libtorch's c10::Half and c10::BFloat16).
+// with ./lab check 02 (it compares your bits with libtorch's c10::Half and c10::BFloat16, and your
+// stochastic rounding with the bits its rule determines).
 //
-// Every 16-bit value the lab program prints as "yours" comes from these three functions, so once they
-// pass, ./lab run 02 --mine shows the lesson's experiments running on your rounding.
+// Every 16-bit value the lab program prints as "yours" comes from the first three functions, and the
+// stochastically rounded bf16 weights from the fourth, so once they pass, ./lab run 02 --mine shows the
+// lesson's experiments running on your rounding.
 #include "exercise.h"
 
 #include "common/errors.h"
@@ -62,6 +64,27 @@ float half_bits_to_float(uint16_t /*bits*/) {
 uint16_t float_to_bfloat16_bits(float /*x*/) {
   // TODO(lab02): the bfloat16 bits of x, rounded to nearest even.
   speedlabs::not_implemented("02", "02_float16_limits", "float_to_bfloat16_bits");
+}
+
+// Why: a bf16 weight of 1 has neighbours 2^-7 apart, so rounding to nearest throws away every update
+// smaller than 2^-8: training stalls (the lab's round_to_nearest_loses_update). Rounding up with a
+// probability equal to how far the value lies towards the upper neighbour makes the stored weight right
+// on average: 1000 updates of 1e-4 each round up about 1.3% of the time, by 2^-7, which adds up to the
+// same 0.1 a float32 weight gains. llm.c keeps its bf16 weights this way, without float32 masters.
+//
+// Hints:
+//  - The whole rule is one integer addition: (bits of x) + (random & 0xffff), then keep the top 16 bits.
+//    The low 16 bits of x are how far it lies towards the next bfloat16, in 65536ths: the sum carries
+//    into the top half for exactly that many of the 65536 random values.
+//  - As in float_to_bfloat16_bits, the carry moves into the exponent when the mantissa is full: the
+//    next binade, or infinity after the largest bfloat16. Infinity's low bits are 0, so it stays.
+//  - Adding to the raw bits of a negative number grows its magnitude: the rounding is symmetric, no
+//    special case for the sign.
+//  - A NaN is the exception: one with only low mantissa bits would truncate to infinity, and 0x7fffffff
+//    would carry into the sign bit. Return a quiet NaN (0x7fc0, with x's sign) for any NaN.
+uint16_t float_to_bfloat16_bits_stochastic(float /*x*/, uint32_t /*random*/) {
+  // TODO(lab02): the bfloat16 bits of x, rounded up with probability (low 16 bits of x) / 2^16.
+  speedlabs::not_implemented("02", "02_float16_limits", "float_to_bfloat16_bits_stochastic");
 }
 
 }  // namespace lab02

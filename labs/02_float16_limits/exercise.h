@@ -1,9 +1,12 @@
 /// @file labs/02_float16_limits/exercise.h
-/// @brief Lab 02 exercise: rounding a float32 into float16 and bfloat16, bit by bit.
+/// @brief Lab 02 exercise: rounding a float32 into float16 and bfloat16, bit by bit (to nearest, and
+/// stochastically for bf16 weights).
 ///
-/// Every 16-bit number in this lab goes through these three functions: the lab's experiments store
+/// Every 16-bit number in this lab goes through the first three functions: the lab's experiments store
 /// values in lab02::YourHalf and lab02::YourBFloat16 (experiment.h), which call them, and compare the
-/// result with Eigen's and libtorch's own types. A 16-bit value is handled as its raw bits, a uint16_t:
+/// result with Eigen's and libtorch's own types. The fourth rounds bf16 weights stochastically in the
+/// lab's weight-update experiment (low_precision_updates.h). A 16-bit value is handled as its raw bits,
+/// a uint16_t:
 ///
 ///     float32   sign 1 | exponent 8 (bias 127) | mantissa 23
 ///     float16   sign 1 | exponent 5 (bias 15)  | mantissa 10
@@ -45,5 +48,22 @@ float half_bits_to_float(uint16_t bits);
 /// @param x  any float32
 /// @return   the 16 bits of the bfloat16 value
 uint16_t float_to_bfloat16_bits(float x);
+
+/// The bfloat16 bit pattern of @p x, rounded stochastically: up to the next bfloat16 (away from zero)
+/// with a probability equal to how far x lies towards it, down (towards zero) otherwise, so that on
+/// average the stored value is x itself. This is how llm.c keeps bf16 weights without float32 masters.
+///
+/// The rule, exactly: add the low 16 bits of @p random to the 32 bits of x (as one unsigned integer),
+/// then keep the top 16 bits. The carry reaches the kept bits, i.e. rounds up, for exactly the
+/// `dropped` of the 65536 values of the low 16 random bits whose sum with the dropped bits reaches 2^16.
+/// - Infinities stay infinities (their dropped bits are 0, so nothing carries).
+/// - A finite float beyond the largest bfloat16 (about 3.39e38) becomes infinity when the carry comes.
+/// - A NaN gives a NaN (e.g. the quiet NaN 0x7fc0 with x's sign), never infinity and never a carry
+///   into the sign bit.
+/// - The sign survives: -0.0f gives 0x8000 whatever @p random is.
+/// @param x       any float32
+/// @param random  a uniformly random 32-bit value; only its low 16 bits are used
+/// @return        the 16 bits of the bfloat16 value
+uint16_t float_to_bfloat16_bits_stochastic(float x, uint32_t random);
 
 }  // namespace lab02

@@ -11,8 +11,22 @@
 #include <utility>
 
 #include "exercise.h"
+#include "fp8.h"
+#include "low_precision_updates.h"
 
 namespace lab02 {
+
+nlohmann::json json_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+std::string text(double v) {
+  std::ostringstream s;
+  s << std::setprecision(9) << v;
+  return s.str();
+}
 
 namespace {
 
@@ -49,19 +63,6 @@ bool same_numbers(const FormatRow& a, const FormatRow& b) {
   return a.sign_bits == b.sign_bits && a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits &&
          a.storage_bytes == b.storage_bytes && a.max == b.max && a.smallest_normal == b.smallest_normal &&
          a.epsilon == b.epsilon;
-}
-
-/// JSON has no infinity: non-finite values are written as the strings "inf", "-inf", "nan".
-nlohmann::json json_number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
-std::string text(double v) {
-  std::ostringstream s;
-  s << std::setprecision(9) << v;
-  return s.str();
 }
 
 /// The same experiment computed several ways (your bits, Eigen's type, libtorch's type, a libtorch tensor).
@@ -424,7 +425,9 @@ void run(const Config& config, speedlabs::Report& report) {
   observe_storage_size(report);
   observe_weight_updates(config.update_steps, report);
   observe_small_gradients(report);
+  observe_low_precision_updates(config.update_steps, report);
   observe_format_table(report);
+  observe_fp8_formats(report);
 }
 
 }  // namespace lab02

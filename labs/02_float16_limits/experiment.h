@@ -130,6 +130,16 @@ FormatRow format_from_layout(const std::string& name, int exponent_bits, int man
 /// @param out   where to print
 void print_format_table(const std::vector<FormatRow>& rows, std::ostream& out);
 
+/// @p v as a JSON value; JSON has no infinity, so non-finite values become the strings "inf", "-inf", "nan".
+/// @param v  any double
+/// @return   the number, or one of those strings
+nlohmann::json json_number(double v);
+
+/// @p v as the lab's tables print it: up to 9 significant digits, enough to tell any two floats apart.
+/// @param v  any double
+/// @return   the text
+std::string text(double v);
+
 /// @p x stored in a one-element CPU tensor of @p dtype, read back as a float (libtorch's tensor path).
 /// @param x      the value to store
 /// @param dtype  e.g. at::kHalf
@@ -161,8 +171,10 @@ struct Config {
 /// bf16_70000_is_finite, bytes_per_value, weights_7b_fp32_28gb_fp16_14gb, fp16_update_1e-4_on_1_is_lost,
 /// fp32_update_1e-4_on_1_is_kept, bf16_update_1e-4_on_1_is_lost, fp16_weight_stalls_fp32_weight_learns,
 /// fp16_gradient_1e-8_is_0, fp16_gradient_scaled_65536_survives, bf16_gradient_1e-8_is_kept,
-/// format_table and epsilon_constants_match_arithmetic (reported, not must-hold). Everything runs on the CPU: rounding
-/// is defined by the format, not by the device.
+/// round_to_nearest_loses_update, stochastic_rounding_unbiased, kahan_bf16_tracks_fp32, bytes_per_parameter
+/// (low_precision_updates.h), format_table, epsilon_constants_match_arithmetic (reported, not must-hold),
+/// fp8_e4m3_limits_match_layout, fp8_e5m2_limits_match_layout, fp8_e4m3_500_and_1e-6 and fp8_e5m2_500_and_1e-6
+/// (fp8.h). Everything runs on the CPU: rounding is defined by the format, not by the device.
 /// @param config  the knobs
 /// @param report  where the observations go
 void run(const Config& config, speedlabs::Report& report);

@@ -1,4 +1,5 @@
-// Lab 02 reference solution: float32 to float16 and bfloat16 (and back), round to nearest even.
+// Lab 02 reference solution: float32 to float16 and bfloat16 (and back), round to nearest even; float32 to
+// bfloat16 rounded stochastically.
 #include "exercise.h"
 
 #include <c10/util/bit_cast.h>
@@ -69,6 +70,15 @@ uint16_t float_to_bfloat16_bits(float x) {
   if (magnitude > kFloatInfinity) return sign | kBFloat16QuietNaN;
   // Same exponent as float32: keep the top 16 bits, rounded. The largest floats carry into infinity.
   return sign | static_cast<uint16_t>(shift_right_to_nearest_even(magnitude, 16));
+}
+
+uint16_t float_to_bfloat16_bits_stochastic(float x, uint32_t random) {
+  const uint32_t bits = bits_of(x);
+  // A NaN with only low mantissa bits would truncate to infinity; the largest would carry into the sign bit.
+  if ((bits & ~kFloatSignBit) > kFloatInfinity)
+    return static_cast<uint16_t>((bits & kFloatSignBit) >> 16) | kBFloat16QuietNaN;
+  // The dropped bits plus a uniform 16-bit number carry into the kept half with probability dropped / 2^16.
+  return static_cast<uint16_t>((bits + (random & 0xffffu)) >> 16);
 }
 
 }  // namespace lab02

@@ -1,5 +1,6 @@
 // Lab 02 graded tests: your float16 and bfloat16 rounding (labs/02_float16_limits/exercise.cpp) against
-// libtorch's c10::Half and c10::BFloat16, bit for bit. Run them with ./lab check 02.
+// libtorch's c10::Half and c10::BFloat16, bit for bit, and your stochastic bfloat16 rounding against the bits its
+// rule determines. Run them with ./lab check 02.
 //
 // What is covered, and why that is enough (the full sweep of all 2^32 floats takes about a minute of
 // CPU at -O2, too slow for a check a student runs after every edit; tests/lab02/test_float16_limits.cpp
@@ -14,6 +15,9 @@
 //    subnormal (2^-25 to 2^-14, both signs: 184 million floats), where the rounding position moves with the exponent.
 //  - float_to_bfloat16_bits: the same for bfloat16: all 2^16 top halves with 34 patterns of the 16
 //    dropped bits, and each bfloat16 value, midpoint and neighbour.
+//  - float_to_bfloat16_bits_stochastic: the lesson's cases and the edge cases (NaN, infinity, overflow, the sign),
+//    for several floats every one of the 65536 random low halves (exactly `dropped` of them round up), and every
+//    top half with dropped and random bits on both sides of the carry, against the bits the rule determines.
 // NaN: any NaN pattern is accepted for a NaN input (libtorch's own choice of NaN bits is not the lesson).
 #include <gtest/gtest.h>
 
@@ -283,6 +287,105 @@ TEST(Lab02_float_to_bfloat16_bits, EveryExponentAndDroppedBitPattern) {
   check_top_bits(check, 16, patterns);
   EXPECT_TRUE(check.result("floats (every top half with " + std::to_string(patterns.size()) +
                            " patterns of the 16 dropped bits)"));
+}
+
+// Stochastic rounding has no libtorch twin: for given x and random bits, its rule decides the bits. Written
+// here as "round up when the dropped bits plus the random low 16 bits reach 2^16", not as the reference's carry.
+uint16_t stochastic_bits_by_rule(float x, uint32_t random) {
+  const uint32_t bits = bits_of(x);
+  const uint32_t top = bits >> 16;
+  const bool round_up = (bits & 0xffffu) + (random & 0xffffu) >= 0x10000u;
+  return static_cast<uint16_t>(top + (round_up ? 1u : 0u));
+}
+
+struct StochasticCase {
+  float x;
+  uint32_t random;
+  uint16_t expected;
+  const char* why;
+};
+
+TEST(Lab02_float_to_bfloat16_bits_stochastic, LessonCases) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float halfway = float_of(0x3f808000u);  // 1 + 2^-8: halfway between 1 and 1 + 2^-7
+  const std::vector<StochasticCase> cases = {
+      {halfway, 0x7fffu, 0x3f80, "dropped 0x8000 + random 0x7fff stays below 2^16: down to 1"},
+      {halfway, 0x8000u, 0x3f81, "dropped 0x8000 + random 0x8000 reaches 2^16: up to 1 + 2^-7"},
+      {halfway, 0xabcd7fffu, 0x3f80, "only the low 16 random bits count"},
+      {1.0f, 0xffffu, 0x3f80, "a bf16 value has no dropped bits: it never moves"},
+      {float_of(0x3f80ffffu), 0x0001u, 0x3f81, "dropped 0xffff: up for every random value but 0"},
+      {float_of(0x3f80ffffu), 0x0000u, 0x3f80, "... and down for 0"},
+      {float_of(0x3fffffffu), 0x0001u, 0x4000, "the carry runs through a full mantissa into the exponent: 2"},
+      {-halfway, 0x8000u, 0xbf81, "negative: the carry grows the magnitude, to -(1 + 2^-7)"},
+      {-halfway, 0x7fffu, 0xbf80, "... or leaves it, -1"},
+      {-0.0f, 0xffffu, 0x8000, "-0 keeps its sign"},
+      {inf, 0xffffu, 0x7f80, "infinity stays infinity"},
+      {-inf, 0xffffu, 0xff80, "-inf stays -inf"},
+      {std::numeric_limits<float>::max(), 0x0001u, 0x7f80, "past the largest bfloat16, a carry overflows to inf"},
+      {std::numeric_limits<float>::max(), 0x0000u, 0x7f7f, "without one, the largest bfloat16"},
+      {float_of(0x00008000u), 0x8000u, 0x0001, "a float32 subnormal: up to the smallest bfloat16 subnormal"},
+  };
+  for (const auto& c : cases) {
+    const uint16_t got = lab02::float_to_bfloat16_bits_stochastic(c.x, c.random);
+    EXPECT_EQ(hex(got, 4), hex(c.expected, 4))
+        << "float_to_bfloat16_bits_stochastic(" << describe_float(c.x) << ", " << hex(c.random, 8) << ") should be "
+        << bfloat16_value(c.expected) << " (" << c.why << "), got " << bfloat16_value(got);
+  }
+  for (uint32_t nan_bits : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fffffffu, 0xffffffffu}) {
+    for (uint32_t random : {0x0000u, 0x8000u, 0xffffu}) {
+      const uint16_t got = lab02::float_to_bfloat16_bits_stochastic(float_of(nan_bits), random);
+      EXPECT_TRUE(is_bfloat16_nan(got) && (got & 0x8000u) == ((nan_bits >> 16) & 0x8000u))
+          << "a NaN must stay a NaN of its sign, never inf or a carry into the sign bit: float_to_bfloat16_bits_"
+             "stochastic("
+          << hex(nan_bits, 8) << ", " << hex(random, 8) << ") gave " << hex(got, 4);
+    }
+  }
+}
+
+// Unbiased, exactly: over all 65536 values of the random low bits, a float rounds up for exactly as many as its
+// dropped bits say (dropped / 2^16 of them), so the mean of what it becomes is the float itself.
+TEST(Lab02_float_to_bfloat16_bits_stochastic, RoundsUpInProportionToTheDroppedBits) {
+  for (uint32_t bits : {0x3f800001u, 0x3f800100u, 0x3f804000u, 0x3f808000u, 0x3f80fffeu, 0xc2c81234u, 0x0000abcdu}) {
+    const float x = float_of(bits);
+    const uint16_t down = static_cast<uint16_t>(bits >> 16);
+    uint32_t up = 0, other = 0;
+    for (uint32_t random = 0; random < 0x10000u; ++random) {
+      const uint16_t got = lab02::float_to_bfloat16_bits_stochastic(x, random);
+      if (got == down + 1) {
+        ++up;
+      } else if (got != down) {
+        ++other;
+      }
+    }
+    EXPECT_EQ(other, 0u) << describe_float(x) << " must become one of its two bfloat16 neighbours " << hex(down, 4)
+                         << " and " << hex(down + 1, 4);
+    EXPECT_EQ(up, bits & 0xffffu) << describe_float(x) << " must round up for exactly " << (bits & 0xffffu)
+                                  << " of the 65536 random low halves";
+  }
+}
+
+// Every top half of a float (all exponents, both signs, NaNs and infinities) with patterns of the dropped bits
+// and of the random bits that sit on both sides of the carry.
+TEST(Lab02_float_to_bfloat16_bits_stochastic, EveryExponentAndCarryBoundary) {
+  const std::vector<uint32_t> dropped = {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xfffeu, 0xffffu};
+  uint64_t checked = 0, wrong = 0;
+  std::string first;
+  for (uint32_t top = 0; top < 0x10000u; ++top) {
+    for (uint32_t low : dropped) {
+      const float x = float_of((top << 16) | low);
+      for (uint32_t random : {0x0000u, 0xffffu, 0x10000u - low, 0xffffu - low, 0x12340000u | (0x10000u - low)}) {
+        ++checked;
+        const uint16_t got = lab02::float_to_bfloat16_bits_stochastic(x, random);
+        const bool ok = std::isnan(x) ? is_bfloat16_nan(got) : got == stochastic_bits_by_rule(x, random);
+        if (!ok && wrong++ == 0) {
+          first = "float_to_bfloat16_bits_stochastic(" + describe_float(x) + ", " + hex(random, 8) + "): expected " +
+                  (std::isnan(x) ? std::string("a NaN") : hex(stochastic_bits_by_rule(x, random), 4)) + ", got " +
+                  hex(got, 4);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << first << "; " << wrong << " of " << checked << " wrong";
 }
 
 }  // namespace
