@@ -62,8 +62,14 @@ if(SPEEDLABS_CUDA)
 endif()
 message(STATUS "speedlabs: exercises from ${SPEEDLABS_EXERCISES}/, own CUDA kernels ${SPEEDLABS_HAVE_CUDA_COMPILER}, libtorch CUDA ${SPEEDLABS_TORCH_HAS_CUDA}")
 
+# ccache, set up so that every build folder and every clone of the same commit shares its compiles:
+# base_dir makes the checkout's absolute paths (sources, includes, the libtorch in .venv/) relative to the
+# build folder before hashing; hash_dir off leaves the build folder's own path out; the sloppiness lets a
+# compile that uses the precompiled header be cached (ccache's manual, "Precompiled headers").
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
-  set(CMAKE_CXX_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
-  set(CMAKE_CUDA_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+  set(speedlabs_ccache "${CMAKE_COMMAND}" -E env "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" CCACHE_NOHASHDIR=1
+      "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime" "${CCACHE_PROGRAM}")
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${speedlabs_ccache})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${speedlabs_ccache})
 endif()

@@ -55,7 +55,6 @@ function(speedlabs_add_gtest name)
   list(TRANSFORM T_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/")
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} speedlabs_test_main GTest::gtest)
-  target_compile_definitions(${name} PRIVATE SPEEDLABS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   speedlabs_use_pch(${name})
   # A skip is what GoogleTest recorded (GTEST_SKIP(): the test main exits 77, SKIP_RETURN_CODE), never a
   # line of output. gtest_discover_tests also gives every test SKIP_REGULAR_EXPRESSION "[  SKIPPED ]",

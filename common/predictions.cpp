@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/format.h"
 
 // Debian's toml++ 3.3 installs <toml++/toml.h>; upstream's single header is <toml++/toml.hpp>.
@@ -16,10 +17,6 @@
 #include <toml++/toml.h>
 #else
 #include <toml++/toml.hpp>
-#endif
-
-#ifndef SPEEDLABS_SOURCE_DIR
-#define SPEEDLABS_SOURCE_DIR "."
 #endif
 
 namespace speedlabs {
@@ -194,7 +191,7 @@ PredictionFile read_predictions(const std::string& path) {
 
 std::string predictions_path(const std::string& folder) {
   if (const char* given = std::getenv("SPEEDLABS_PREDICTIONS"); given != nullptr && *given != '\0') return given;
-  return std::string(SPEEDLABS_SOURCE_DIR) + "/labs/" + folder + "/predictions.toml";
+  return source_dir() + "/labs/" + folder + "/predictions.toml";
 }
 
 nlohmann::json measured_field(const nlohmann::json& measured, const std::string& field) {

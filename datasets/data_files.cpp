@@ -14,6 +14,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/files.h"
 
@@ -33,7 +34,7 @@ const std::vector<DataFile>& manifest() {
 fs::path resolve_data_dir(const std::string& flag_value) {
   if (!flag_value.empty()) return fs::path(flag_value);
   if (const char* env = std::getenv("SPEEDLABS_DATA_DIR"); env != nullptr && *env != '\0') return fs::path(env);
-  return fs::path(SPEEDLABS_SOURCE_DIR) / "data";
+  return fs::path(speedlabs::source_dir()) / "data";
 }
 
 namespace {
@@ -151,7 +152,7 @@ std::string sha256_file(const fs::path& path) {
 }
 
 fs::path cache_dir() {
-  fs::path directory = fs::path(SPEEDLABS_SOURCE_DIR) / ".cache" / "datasets";
+  fs::path directory = fs::path(speedlabs::source_dir()) / ".cache" / "datasets";
   if (const char* env = std::getenv("SPEEDLABS_CACHE_DIR"); env != nullptr && *env != '\0') directory = env;
   std::error_code error;
   fs::create_directories(directory, error);

@@ -1,6 +1,7 @@
 // Lab 06: the GPT-2 speed ladder, side by side with PyTorch. See README.md for the lesson.
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/cli.h"
 #include "common/errors.h"
 #include "common/process.h"
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   using lab06::Config;
   speedlabs::ConfigFlags<Config> flags;
   std::string shapes, top = "cuda_graph", peer_modes = "fp32,tf32,bf16", compile_modes = "bf16";
-  flags.parsed().python = SPEEDLABS_DEFAULT_PYTHON;
+  flags.parsed().python = speedlabs::configured_python();
   bool no_peers = false, no_compile = false;
   return speedlabs::run_lab(
       argc, argv, {"06", "06_compile_ahead", "the GPT-2 speed ladder, fp32 eager to a CUDA graph, beside PyTorch"},
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
         Config config = flags.configure(context, lab06::quick_config, [](Config& base, const auto& context) {
           if (!context.flags.quick && !context.device.is_cuda()) lab06::adapt_to_cpu(base);
-          base.python = SPEEDLABS_DEFAULT_PYTHON;
+          base.python = speedlabs::configured_python();
         });
         if (no_compile) config.compile_modes.clear();
         if (no_peers) config.python.clear();

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/process.h"
@@ -87,7 +88,7 @@ std::vector<std::string> peer_argv(const Config& config, const c10::Device& devi
   };
   const std::string device_name =
       device.is_cuda() ? "cuda:" + std::to_string(device.has_index() ? device.index() : 0) : "cpu";
-  return {config.python,     SPEEDLABS_SOURCE_DIR "/reference/gpt_peers.py",
+  return {config.python,     speedlabs::source_dir() + "/reference/gpt_peers.py",
           "--state",         state_file,
           "--out",           result_file,
           "--device",        device_name,

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/format.h"
 #include "common/plot.h"
 
@@ -305,7 +306,7 @@ void plot_step_account(const StepAccount& a, const StepMeasures& m, const std::s
   const auto roof_ms = [&](double peak) { return peak > 0 ? m.model_flops / peak * 1e3 : 0.0; };
   std::string failure;
   const std::string svg =
-      speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/07_profile/step_bar.gp", plots_dir, "lab07_step", data.str(),
+      speedlabs::plot_svg(speedlabs::source_dir() + "/labs/07_profile/step_bar.gp", plots_dir, "lab07_step", data.str(),
                           {std::to_string(roof_ms(m.peaks.fp32_flops)), std::to_string(roof_ms(m.theory.flops)),
                            std::to_string(m.step.median_ms), "One training step, accounted: " + title, names.str()},
                           failure);

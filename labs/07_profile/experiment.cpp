@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "accounting.h"
+#include "common/build_paths.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -285,8 +286,8 @@ void plot(const Config& config, const StepProfile& profile, const MeasuredPeaks&
             {std::to_string(peaks.fp32_flops), std::to_string(peaks.bandwidth()),
              std::to_string(peaks.bf16_flops > peaks.fp32_flops ? peaks.bf16_flops : 0.0),  // a roof only where faster
              "Roofline, measured: " + title}}}) {
-    const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/07_profile/" + script, config.plots_dir,
-                                                name, data, args, failure);
+    const std::string svg = speedlabs::plot_svg(speedlabs::source_dir() + "/labs/07_profile/" + script,
+                                                config.plots_dir, name, data, args, failure);
     std::cout << (svg.empty() ? "no chart: " + failure : "chart written to " + svg) << "\n";
   }
 }

@@ -1,4 +1,5 @@
 // Lab 07: where a training step's time goes. See README.md for the lesson.
+#include "common/build_paths.h"
 #include "common/cli.h"
 #include "common/files.h"
 #include "common/process.h"
@@ -7,7 +8,7 @@
 int main(int argc, char** argv) {
   using lab07::Config;
   speedlabs::ConfigFlags<Config> flags;
-  flags.parsed().python = SPEEDLABS_DEFAULT_PYTHON;
+  flags.parsed().python = speedlabs::configured_python();
   bool no_python = false;
   return speedlabs::run_lab(
       argc, argv,
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
         Config config = flags.configure(context, lab07::quick_config, [](Config& base, const auto& context) {
           if (context.device.is_cuda()) lab07::adapt_to_gpu(base);
           if (context.flags.quick && context.device.is_cuda()) base.matmul_size = 4096;
-          base.python = SPEEDLABS_DEFAULT_PYTHON;
+          base.python = speedlabs::configured_python();
         });
         if (no_python) config.python.clear();
         if (!config.python.empty()) speedlabs::require_program(config.python, "--python");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/process.h"
 #include "common/timer.h"
 
@@ -43,7 +44,7 @@ OpCost measure_op_cost_cpp(const c10::Device& device, const OpCostOptions& optio
 
 std::optional<OpCost> measure_op_cost_python(const std::string& python, const c10::Device& device,
                                              const OpCostOptions& options, std::string& failure) {
-  const std::vector<std::string> argv{python,           SPEEDLABS_SOURCE_DIR "/labs/07_profile/op_cost.py",
+  const std::vector<std::string> argv{python,           speedlabs::source_dir() + "/labs/07_profile/op_cost.py",
                                       "--device",       device.str(),
                                       "--calls",        std::to_string(options.calls),
                                       "--repeats",      std::to_string(options.repeats),

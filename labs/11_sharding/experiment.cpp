@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/plot.h"
@@ -104,7 +105,7 @@ std::string write_plot(const std::string& dir, const std::vector<int>& stages, c
          << speedlabs::to_mib(m["activations_and_transients"].get<double>()) << "\n";
   }
   std::string failure;
-  const std::string svg = speedlabs::plot_svg(SPEEDLABS_SOURCE_DIR "/labs/11_sharding/bytes_per_worker.gp", dir,
+  const std::string svg = speedlabs::plot_svg(speedlabs::source_dir() + "/labs/11_sharding/bytes_per_worker.gp", dir,
                                               "lab11_bytes_per_worker", data.str(), {}, failure);
   return svg.empty() ? "no plot: " + failure : "plot: " + svg;
 }

@@ -5,8 +5,8 @@
 #      every predictions.toml blank; the students' workflow (.github/workflows/check.yml) is there;
 #   3. a release interrupted by SIGINT leaves neither DIR nor its temporary folder;
 #   4. the release builds and ./lab check 01 runs in it: every exercise TODO, the predictions blank, exit 1.
-#      Only what ./lab check 01 builds (speedlabs_common and lab 01's graded test), with ccache
-#      (CCACHE_BASEDIR: the objects of one CI run serve the next wherever the release lies).
+#      Only what ./lab check 01 builds (speedlabs_common and lab 01's graded test), with ccache (keyed relative
+#      to the release's own folder by cmake/Dependencies.cmake, so the reference build's objects serve it).
 set -euo pipefail
 check_start=$SECONDS
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -59,7 +59,7 @@ PY
 echo "check-release: the release builds and ./lab check 01 runs in it"
 build_start=$SECONDS
 status=0
-(cd "$release" && CCACHE_BASEDIR="$release" ./lab check 01 >"$scratch/check.log" 2>&1) || status=$?
+(cd "$release" && ./lab check 01 >"$scratch/check.log" 2>&1) || status=$?
 ((status == 1)) || { cat "$scratch/check.log" >&2; die "./lab check 01 in the release exited $status, not 1 (stubs)"; }
 todo="$(grep -c '^  TODO ' "$scratch/check.log" || true)"
 blank="$(grep -c '^  PREDICT blank ' "$scratch/check.log" || true)"

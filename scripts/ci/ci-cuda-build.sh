@@ -15,7 +15,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-source "$root/scripts/driver/common.sh"   # ccache settings
+source "$root/scripts/driver/common.sh"   # say, die, configure
 venv=${SPEEDLABS_CUDA_VENV:-$root/.venv-cuda}
 build=${SPEEDLABS_CUDA_BUILD:-$root/build-cuda-check}
 cuda_home=${SPEEDLABS_CUDA_HOME:-/usr/local/cuda-13.0}

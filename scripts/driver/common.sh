@@ -37,10 +37,6 @@ export_torch_prefix() {
   export CMAKE_PREFIX_PATH="$prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 }
 
-# ccache settings that let it cache compiles that use the precompiled header, across checkouts.
-export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-export CCACHE_BASEDIR="${root:-$PWD}"
-
 # configure DIR LOG CMAKE_ARGS...: configures the build folder DIR, its output in LOG. On failure the log is shown
 # and DIR's CMakeCache.txt removed: CMake caches what it could not find (Torch_DIR-NOTFOUND) and would reuse it
 # on the next try even after the cause is fixed.

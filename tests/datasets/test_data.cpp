@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/process.h"
 #include "datasets/data_files.h"
@@ -85,9 +86,9 @@ TEST(DataFiles, DataDirComesFromFlagThenEnvironmentThenCheckout) {
     EXPECT_EQ(datasets::resolve_data_dir(), fs::path("/from/env"));
   }
   ScopedEnv env("SPEEDLABS_DATA_DIR", std::nullopt);
-  EXPECT_EQ(datasets::resolve_data_dir(), fs::path(SPEEDLABS_SOURCE_DIR) / "data");
+  EXPECT_EQ(datasets::resolve_data_dir(), fs::path(speedlabs::source_dir()) / "data");
   ScopedEnv empty("SPEEDLABS_DATA_DIR", std::string(""));
-  EXPECT_EQ(datasets::resolve_data_dir(), fs::path(SPEEDLABS_SOURCE_DIR) / "data");
+  EXPECT_EQ(datasets::resolve_data_dir(), fs::path(speedlabs::source_dir()) / "data");
 }
 
 TEST(DataFiles, ManifestListsTheThreeFilesWithTheirSums) {
@@ -285,7 +286,7 @@ struct ProgramRun {
 };
 
 ProgramRun run_tokenize(std::vector<std::string> arguments, const std::string& input = "") {
-  arguments.insert(arguments.begin(), SPEEDLABS_TOKENIZE_PROGRAM);
+  arguments.insert(arguments.begin(), speedlabs::program_path("tokenize"));
   speedlabs::ProcessOptions options;
   options.input = input;
   const auto result = speedlabs::run_process(arguments, options);

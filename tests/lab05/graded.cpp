@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_paths.h"
 #include "common/gpt.h"
 #include "common/precision.h"
 #include "common/process.h"
@@ -175,7 +176,7 @@ TEST(Lab05_train_step, LowPrecisionUpdatesMatchFp32) {
 
 // The parity test: C++ writes the weights, a batch and its results; Python PyTorch recomputes and compares.
 TEST(Lab05_train_step, MatchesThePythonReference) {
-  const std::string python = SPEEDLABS_PYTHON;
+  const std::string python = speedlabs::configured_python();
   if (python.empty()) GTEST_SKIP() << "SPEEDLABS_PYTHON is not set (configure with -DSPEEDLABS_PYTHON=...)";
   const auto config = gpt::GPTConfig::tiny();
   torch::manual_seed(4);
@@ -213,7 +214,7 @@ TEST(Lab05_train_step, MatchesThePythonReference) {
   speedlabs::ProcessOptions options;
   options.timeout_s = 300;
   const auto result = speedlabs::run_process(
-      {python, std::string(SPEEDLABS_SOURCE_DIR) + "/reference/gpt_reference.py", "--check", path}, options);
+      {python, speedlabs::source_dir() + "/reference/gpt_reference.py", "--check", path}, options);
   std::cout << result.output;
   EXPECT_TRUE(result.ok()) << "reference/gpt_reference.py: " << result.describe() << "\n" << result.output;
 }

@@ -16,6 +16,7 @@
 #include <limits>
 #include <string>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/gpt.h"
@@ -424,8 +425,9 @@ TEST(Lab05Interrupt, SigtermStopsBetweenStepsAndKeepsTheCsvWhole) {
   SPEEDLABS_REQUIRE_DATA();
   const std::string csv = temp_path("interrupted.csv"), log = temp_path("interrupted.log");
   std::filesystem::remove(csv);
-  std::vector<std::string> args{LAB05_PROGRAM, "--quick", "--device", "cpu",   "--precision",
-                                "fp32",        "--steps", "100000",   "--csv", csv};
+  const std::string lab05 = speedlabs::program_path("lab05");
+  std::vector<std::string> args{lab05,  "--quick", "--device", "cpu",   "--precision",
+                                "fp32", "--steps", "100000",   "--csv", csv};
   const pid_t pid = speedlabs::testing::spawn_logged(args, log);
   ASSERT_GT(pid, 0) << "could not start " << args[0];
   // Signal once a few steps are in the CSV (header + 3); a minute is far more than the tiny model needs.

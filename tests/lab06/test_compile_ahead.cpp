@@ -12,6 +12,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "common/build_paths.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/observations.h"
@@ -75,7 +76,7 @@ TEST(Lab06Ladder, ShapeLongerThanTheBlockIsAUsageError) {
 // in its own process, and the ladder is the expensive part).
 TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   auto config = lab06::quick_config();
-  config.python = SPEEDLABS_DEFAULT_PYTHON;
+  config.python = speedlabs::configured_python();
   speedlabs::Report report("06_compile_ahead", "cpu");
   const auto result = lab06::run(config, c10::Device(c10::kCPU), report);
 
@@ -140,7 +141,7 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   }
 
   // The Python eager peers ran on the same weights and batches; the fp32 one matches the C++ fp32 rung.
-  if (std::string(SPEEDLABS_DEFAULT_PYTHON).empty()) GTEST_SKIP() << "no Python with torch configured";
+  if (speedlabs::configured_python().empty()) GTEST_SKIP() << "no Python with torch configured";
   EXPECT_EQ(report.at("python_peers_2x32").verdict, Verdict::holds);
   EXPECT_EQ(report.at("python_eager_matches_cpp_fp32_2x32").verdict, Verdict::holds);
   ASSERT_EQ(result.peers.size(), 2u);  // fp32 and bf16, eager only on a CPU
@@ -248,9 +249,9 @@ TEST_F(Lab06PythonPeers, TheStateHasNoNameWhileThePeersRun) {
 // The torch.compile peer, asked for on the CPU: it compiles (tens of seconds on two cores), reports its
 // first step apart from the median, and its losses track the C++ bf16 rung's.
 TEST(Lab06LadderOnCpu, TorchCompilePeerRunsWhenAskedFor) {
-  if (std::string(SPEEDLABS_DEFAULT_PYTHON).empty()) GTEST_SKIP() << "no Python with torch configured";
+  if (speedlabs::configured_python().empty()) GTEST_SKIP() << "no Python with torch configured";
   auto config = lab06::quick_config();
-  config.python = SPEEDLABS_DEFAULT_PYTHON;
+  config.python = speedlabs::configured_python();
   config.top = lab06::Rung::bf16;
   config.peer_modes = {"bf16"};
   config.compile_modes = {"bf16"};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "adamw_parity.h"
+#include "common/build_paths.h"
 #include "common/device.h"
 #include "common/observations.h"
 #include "labs/06_compile_ahead/experiment.h"
@@ -96,7 +97,7 @@ TEST(Lab06GpuGraph, ReplayedFusedStepEqualsEagerStepsAndReadsTheDeviceLr) {
 TEST(Lab06GpuLadder, ClimbsToTheCudaGraphRungAndTracksFp32) {
   SKIP_WITHOUT_CUDA();
   auto config = lab06::quick_config();
-  config.python = SPEEDLABS_DEFAULT_PYTHON;
+  config.python = speedlabs::configured_python();
   speedlabs::Report report("06_compile_ahead", "cuda");
   const auto result = lab06::run(config, kCuda, report);
   for (const char* rung : {"fp32", "tf32", "bf16", "sdpa", "vocab50304", "fused_adamw", "cuda_graph"}) {
@@ -107,7 +108,7 @@ TEST(Lab06GpuLadder, ClimbsToTheCudaGraphRungAndTracksFp32) {
   for (const auto& r : result.rungs) {
     EXPECT_TRUE(r.peak_bytes.has_value()) << r.name;  // the CUDA caching allocator keeps a peak
   }
-  if (!std::string(SPEEDLABS_DEFAULT_PYTHON).empty()) {
+  if (!speedlabs::configured_python().empty()) {
     EXPECT_EQ(report.at("python_eager_matches_cpp_fp32_2x32").verdict, Verdict::holds);
   }
   EXPECT_EQ(report.exit_code(), 0);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "accounting.h"
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/gpt.h"
@@ -181,7 +182,7 @@ TEST(Lab07Feeding, ThePrefetchedStepsGetTheMakersBatches) {
 
 // The ids of the README's "What you should observe" table, in its order.
 std::vector<std::string> readme_ids() {
-  const std::string readme = speedlabs::read_file(SPEEDLABS_SOURCE_DIR "/labs/07_profile/README.md");
+  const std::string readme = speedlabs::read_file(speedlabs::source_dir() + "/labs/07_profile/README.md");
   const auto start = readme.find("## What you should observe");
   const auto end = readme.find("\n## ", start + 1);
   std::istringstream table(readme.substr(start, end - start));
@@ -263,7 +264,7 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   lab07::Config config = lab07::quick_config();
   config.batch = 2;
   config.seq = 32;
-  config.python = SPEEDLABS_DEFAULT_PYTHON;
+  config.python = speedlabs::configured_python();
   config.op_calls = 200;
   config.feed_steps = 4;
   const fs::path dir = fresh_dir("run");
@@ -289,7 +290,7 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   }
   const auto& cpp = report.at("op_overhead_cpp_us").measured;
   EXPECT_GT(cpp.at("add").get<double>(), 0);
-  if (std::string(SPEEDLABS_DEFAULT_PYTHON).empty()) {
+  if (speedlabs::configured_python().empty()) {
     EXPECT_EQ(report.at("op_overhead_python_us").verdict, Verdict::not_applicable);
   } else {
     const auto& ratio = report.at("op_overhead_python_over_cpp").measured;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "experiment.h"
 #include "tests/support/timed.h"
@@ -96,7 +97,7 @@ TEST(Lab08Phases, CheckpointingKeepsOneTensorPerBlock) {
 
 // The README's "What you should observe" table lists exactly the ids the lab reports.
 std::set<std::string> readme_ids() {
-  std::ifstream readme(std::string(SPEEDLABS_SOURCE_DIR) + "/labs/08_memory/README.md");
+  std::ifstream readme(speedlabs::source_dir() + "/labs/08_memory/README.md");
   std::stringstream text;
   text << readme.rdbuf();
   const std::string all = text.str();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention_backward.h"
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/observations.h"
@@ -112,8 +113,7 @@ TEST(Lab09Run, EveryObservationOfAQuickRun) {
                                              "tiled_vs_sdpa_time_at_1024", "written_out_vs_tiled_memory_at_4096",
                                              "cuda_kernel_matches_sdpa", "cuda_kernel_vs_sdpa_time"}));
     // The README's table lists the same ids, no more, no fewer.
-    const std::string readme =
-        speedlabs::read_file(std::string(SPEEDLABS_SOURCE_DIR) + "/labs/09_flash_attention/README.md");
+    const std::string readme = speedlabs::read_file(speedlabs::source_dir() + "/labs/09_flash_attention/README.md");
     const auto table_start = readme.find("## What you should observe, and why");
     ASSERT_NE(table_start, std::string::npos);
     for (const auto& id : ids) EXPECT_NE(readme.find("| `" + id + "` |", table_start), std::string::npos) << id;
@@ -233,7 +233,7 @@ TEST(Lab09Tiles, TilesTooSmallForAShortCallAreAUsageErrorNamingTheSmallestThatFi
 // saying where it stopped. The lab's own program, started and signalled as a user's shell would.
 TEST(Lab09Interrupt, SigtermWithTheSmallestTilesStopsWithinSeconds) {
   const std::string log = (std::filesystem::path(::testing::TempDir()) / "lab09_interrupted.log").string();
-  std::vector<std::string> args{LAB09_PROGRAM, "--device", "cpu", "--kv-tile", "9"};
+  std::vector<std::string> args{speedlabs::program_path("lab09"), "--device", "cpu", "--kv-tile", "9"};
   const pid_t pid = speedlabs::testing::spawn_logged(args, log);
   ASSERT_GT(pid, 0) << "could not start " << args[0];
   sleep(4);  // well into the measurements

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_paths.h"
 #include "common/contention.h"
 #include "common/timer.h"
 
@@ -33,7 +34,7 @@ using speedlabs::testing::tensors_close;
 // The graded jobs of 2 MPI workers: the tiny model at B=4, T=16, where a step is short and the all-reduce a
 // large part of it (the speed grade's rule in docs/grading.md is stated for this size).
 lab10::Config graded_job_config() {
-  lab10::Config config = speedlabs::testing::mpi_test_config(lab10::quick_config(), LAB10_PROGRAM);
+  lab10::Config config = speedlabs::testing::mpi_test_config(lab10::quick_config(), speedlabs::program_path("lab10"));
   config.batch = 4;
   config.seq = 16;
   return config;

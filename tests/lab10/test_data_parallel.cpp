@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "buckets.h"
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/observations.h"
 #include "common/topology.h"
@@ -26,7 +27,9 @@ using speedlabs::Verdict;
 
 using speedlabs::testing::contains;
 
-lab10::Config quick() { return speedlabs::testing::mpi_test_config(lab10::quick_config(), LAB10_PROGRAM); }
+lab10::Config quick() {
+  return speedlabs::testing::mpi_test_config(lab10::quick_config(), speedlabs::program_path("lab10"));
+}
 
 // One run for all observations: each run starts two jobs of MPI workers, so the checks share it.
 TEST(Lab10, QuickRunWithTwoWorkersReportsEveryObservation) {

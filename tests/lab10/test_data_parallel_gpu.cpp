@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "common/build_paths.h"
 #include "common/observations.h"
 #include "experiment.h"
 #include "tests/support/data.h"
@@ -18,7 +19,7 @@ TEST(Lab10Gpu, TwoNcclWorkersGiveTheLossesOfOneAndStayInSync) {
   if (torch::cuda::device_count() < 2) GTEST_SKIP() << "NCCL needs a GPU per worker: fewer than 2 GPUs here";
   SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = lab10::quick_config();
-  config.worker_program = LAB10_PROGRAM;
+  config.worker_program = speedlabs::program_path("lab10");
   config.timeout_s = 300;
   config.device = "cuda";
   speedlabs::Report report("10_data_parallel", "cuda");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "exercise.h"
 #include "experiment.h"
@@ -119,7 +120,7 @@ TEST(Lab11_gather_full_parameters, FillsTheFullBufferFromEveryWorkersShard) {
 // and its backward, released after.
 TEST(Lab11_gather_full_parameters, TwoMpiWorkersAtStage3GiveTheLossesOfOne) {
   SPEEDLABS_REQUIRE_DATA();
-  lab11::Config config = speedlabs::testing::mpi_test_config(lab11::quick_config(), LAB11_PROGRAM);
+  lab11::Config config = speedlabs::testing::mpi_test_config(lab11::quick_config(), speedlabs::program_path("lab11"));
   config.steps = 4;
   config.stage = "3";
   speedlabs::Report report("11_sharding", "cpu");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/build_paths.h"
 #include "common/errors.h"
 #include "common/gpt.h"
 #include "common/observations.h"
@@ -22,7 +23,9 @@ using speedlabs::Verdict;
 
 using speedlabs::testing::contains;
 
-lab11::Config quick() { return speedlabs::testing::mpi_test_config(lab11::quick_config(), LAB11_PROGRAM); }
+lab11::Config quick() {
+  return speedlabs::testing::mpi_test_config(lab11::quick_config(), speedlabs::program_path("lab11"));
+}
 
 // One run for every observation: it starts a one-worker job and a 2-worker job of all four stages.
 TEST(Lab11, QuickRunWithTwoWorkersReportsEveryObservation) {

@@ -9,7 +9,7 @@ namespace speedlabs::testing {
 /// built beside the test and linked with the same exercise), and a job that hangs is ended after
 /// @p timeout_s rather than the lab's 15 minutes.
 template <class Config>
-Config mpi_test_config(Config config, const char* program, double timeout_s = 120) {
+Config mpi_test_config(Config config, const std::string& program, double timeout_s = 120) {
   config.worker_program = program;
   config.timeout_s = timeout_s;
   return config;
