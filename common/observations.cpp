@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/named_enum.h"
+#include "common/table.h"
 
 namespace speedlabs {
 
@@ -196,14 +197,13 @@ std::string spread_text(const nlohmann::json& evidence) {
 
 void Report::print_table(std::ostream& out) const {
   out << "\nObservations for " << lab_ << " on " << device_ << " (libtorch " << libtorch_version() << ")\n";
-  out << std::left << std::setw(18) << "verdict" << std::setw(6) << "must" << std::setw(38) << "id" << std::setw(30)
-      << "measured" << std::setw(13) << "spread"
-      << "expected\n";
-  out << std::string(125, '-') << "\n";
+  Table table("");
+  table.left("verdict", 18).left("must", 6).left("id", 38).left("measured", 30).left("spread", 13);
+  table.left("expected", 0).underline(125);
+  table.print_header(out);
   for (const auto& o : observations_) {
-    out << std::left << std::setw(18) << verdict_text(o.verdict) << std::setw(6) << (o.must_hold ? "yes" : "no")
-        << std::setw(38) << o.id << std::setw(30) << clip(measured_text(o.measured), 29) << std::setw(13)
-        << spread_text(o.evidence) << o.expected << "\n";
+    table.print_row(out, {verdict_text(o.verdict), o.must_hold ? "yes" : "no", o.id,
+                          clip(measured_text(o.measured), 29), spread_text(o.evidence), o.expected});
     out << "    " << o.claim;
     if (!o.reason.empty()) out << " [" << o.reason << "]";
     out << "\n";

@@ -11,6 +11,7 @@
 
 #include "common/build_paths.h"
 #include "common/format.h"
+#include "common/table.h"
 
 // Debian's toml++ 3.3 installs <toml++/toml.h>; upstream's single header is <toml++/toml.hpp>.
 #if __has_include(<toml++/toml.h>)
@@ -307,9 +308,9 @@ void print_predictions(std::ostream& out, const PredictionFile& file, const Repo
   if (file.questions.empty()) return;
   int blank = 0;
   out << "\nYour predictions (" << file.path << ")\n";
-  out << std::left << std::setw(48) << "id.field" << std::setw(20) << "your prediction" << std::setw(20) << "measured"
-      << "\n"
-      << std::string(125, '-') << "\n";
+  Table table("");
+  table.left("id.field", 48).left("your prediction", 20).left("measured", 20).left("", 0).underline(125);
+  table.print_header(out);
   for (const auto& p : file.questions) {
     const auto c = compare_prediction(p, report);
     const std::string name = p.id + (p.field.empty() ? "" : "." + p.field);
@@ -322,9 +323,9 @@ void print_predictions(std::ostream& out, const PredictionFile& file, const Repo
                                                              : "-";
     // A word answer ("more") carries no unit; a number does.
     const std::string yours = text_of(p.answer) + (number_of(p.answer) ? " " + p.unit : "");
-    out << std::left << std::setw(48) << name << std::setw(20) << yours.substr(0, 19) << std::setw(20)
-        << (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19) << mark << ": "
-        << c.detail << "\n";
+    table.print_row(out, {name, yours.substr(0, 19),
+                          (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19),
+                          std::string(mark) + ": " + c.detail});
     // The hint explains the measurement, so it comes after the run, never beside the question in the lesson.
     if (!p.why.empty() && c.status != Comparison::Status::unmeasured) out << "    why: " << p.why << "\n";
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/precision.h"
+#include "common/table.h"
 
 namespace speedlabs {
 
@@ -198,16 +198,15 @@ void print_roofline(const MeasuredPeaks& peaks, const std::vector<OpPoint>& poin
             << fixed(gflops(peaks.bf16_flops), 1) << " GFLOP/s; copy " << fixed(peaks.copy_bytes / 1e9, 1)
             << " GB/s, triad " << fixed(peaks.triad_bytes / 1e9, 1) << " GB/s; ridge " << fixed(peaks.ridge(), 2)
             << " FLOP/byte\n";
-  std::cout << "  " << std::left << std::setw(16) << "op" << std::right << std::setw(12) << "FLOP/byte" << std::setw(11)
-            << "ms" << std::setw(12) << "GFLOP/s" << std::setw(10) << "GB/s" << std::setw(12) << "% of roof"
-            << "  bound\n";
+  Table table;
+  table.left("op", 16).right("FLOP/byte", 12).right("ms", 11, fixed_digits(3)).right("GFLOP/s", 12).right("GB/s", 10);
+  table.right("% of roof", 12, fixed_digits(1, "%")).gap(2).left("bound", 0);
   for (const auto& p : points) {
-    std::cout << "  " << std::left << std::setw(16) << p.id << std::right << std::setw(12) << fixed(p.intensity(), 2)
-              << std::setw(11) << fixed(p.ms, 3) << std::setw(12) << fixed(gflops(p.achieved_flops()), 2)
-              << std::setw(10) << fixed(p.achieved_bytes() / 1e9, 2) << std::setw(11)
-              << fixed(100 * p.achieved_flops() / attainable_flops(peaks, p.intensity()), 1) << "%  "
-              << (p.intensity() < peaks.ridge() ? "memory" : "compute") << "\n";
+    table.add_row({p.id, p.intensity(), p.ms, gflops(p.achieved_flops()), p.achieved_bytes() / 1e9,
+                   100 * p.achieved_flops() / attainable_flops(peaks, p.intensity()),
+                   p.intensity() < peaks.ridge() ? "memory" : "compute"});
   }
+  table.print(std::cout);
 }
 
 void observe_roofline(const Roofline& roofline, Report& report) {
