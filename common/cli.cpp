@@ -72,15 +72,16 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
   std::cout << "lab " << info.folder << " on " << report.device() << (flags.quick ? " (quick)" : "") << "\n";
   run(LabContext{device, flags}, report);
   report.print_table(std::cout);
-  print_predictions(std::cout, read_predictions(predictions_path(info.folder)), report);
+  const PredictionFile predictions = lab_predictions(info.folder);
+  print_predictions(std::cout, predictions, report);
   if (json_to_stdout) {
-    std::cout << report.to_json().dump(2) << "\n" << std::flush;
+    std::cout << report_with_predictions(report, predictions).dump(2) << "\n" << std::flush;
     // A full disk or a closed pipe behind standard output: the observations were asked for and not delivered.
     if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
       throw RuntimeFailure("could not write the observations to standard output (full, or closed)");
     }
   } else if (!flags.json_path.empty()) {
-    write_file_atomically(flags.json_path, report.to_json().dump(2) + "\n");
+    write_file_atomically(flags.json_path, report_with_predictions(report, predictions).dump(2) + "\n");
     std::cout << "observations written to " << flags.json_path << "\n";
   }
   return report.exit_code();

@@ -88,6 +88,21 @@ std::string times(double x) {
   return s.str();
 }
 
+// An answer as the table shows it: a word answer ("more") carries no unit, a number does.
+std::string shown_answer(const Prediction& p) {
+  return text_of(p.answer) + (number_of(p.answer) && !p.unit.empty() ? " " + p.unit : "");
+}
+
+// JSON has no inf or nan: they travel as the words the labs write them with.
+nlohmann::json json_value(const nlohmann::json& value) {
+  const auto x = value.is_number() ? number_of(value) : std::nullopt;
+  return x && !std::isfinite(*x) ? nlohmann::json(text_of(value)) : value;
+}
+
+std::string shown_measured(const Comparison& c, const std::string& unit) {
+  return c.measured.is_null() ? "-" : text_of(c.measured) + (unit.empty() ? "" : " " + unit);
+}
+
 Prediction read_question(const toml::table& q, const std::string& path, int line) {
   Prediction p;
   p.line = line;
@@ -191,8 +206,31 @@ PredictionFile read_predictions(const std::string& path) {
 }
 
 std::string predictions_path(const std::string& folder) {
-  if (const char* given = std::getenv("SPEEDLABS_PREDICTIONS"); given != nullptr && *given != '\0') return given;
   return source_dir() + "/labs/" + folder + "/predictions.toml";
+}
+
+PredictionFile answer_questions(const PredictionFile& questions, const PredictionFile& answers) {
+  PredictionFile file = questions;
+  file.path = answers.path;
+  if (file.error.empty()) file.error = answers.error;
+  if (!file.error.empty()) {
+    file.questions.clear();
+    return file;
+  }
+  for (auto& q : file.questions) {
+    const auto given = std::find_if(answers.questions.begin(), answers.questions.end(),
+                                    [&](const Prediction& a) { return a.id == q.id && a.field == q.field; });
+    q.in_answers = given != answers.questions.end();
+    q.answer = q.in_answers ? given->answer : nlohmann::json();
+  }
+  return file;
+}
+
+PredictionFile lab_predictions(const std::string& folder) {
+  const std::string official = predictions_path(folder);
+  const char* given = std::getenv("SPEEDLABS_PREDICTIONS");
+  const std::string answers = given != nullptr && *given != '\0' ? given : official;
+  return answer_questions(read_predictions(official), read_predictions(answers));
 }
 
 nlohmann::json measured_field(const nlohmann::json& measured, const std::string& field) {
@@ -282,22 +320,58 @@ Comparison compare_values(const nlohmann::json& answer, const nlohmann::json& me
   return c;
 }
 
-Comparison compare_prediction(const Prediction& p, const Report& report) {
+Comparison compare_prediction(const Prediction& p, const nlohmann::json& run) {
   if (p.answer.is_null()) return {};
-  if (!report.has(p.id)) {
-    return {Comparison::Status::unmeasured, nullptr, "this run has no observation " + p.id};
-  }
-  const auto& o = report.at(p.id);
-  if (o.verdict == Verdict::not_applicable)
-    return {Comparison::Status::unmeasured, nullptr, "not measured here: " + o.reason};
+  if (run.is_null()) return {Comparison::Status::unmeasured, nullptr, "no run of this lab to compare with"};
+  const auto& observations = run.value("observations", nlohmann::json::array());
+  const auto o = std::find_if(observations.begin(), observations.end(),
+                              [&](const nlohmann::json& each) { return each.value("id", "") == p.id; });
+  if (o == observations.end()) return {Comparison::Status::unmeasured, nullptr, "this run has no observation " + p.id};
+  const std::string verdict = o->value("verdict", ""), reason = o->value("reason", "");
+  if (verdict == to_string(Verdict::not_applicable))
+    return {Comparison::Status::unmeasured, nullptr, "not measured here: " + reason};
   // A run that could not decide an observation does not grade predictions of it: its numbers may be a busy
   // machine's (a roof measured under load, a ratio that scattered). Compare on a quieter run.
-  if (o.verdict == Verdict::inconclusive) {
-    return {Comparison::Status::unmeasured, nullptr, "this run could not decide " + p.id + ": " + o.reason};
+  if (verdict == to_string(Verdict::inconclusive)) {
+    return {Comparison::Status::unmeasured, nullptr, "this run could not decide " + p.id + ": " + reason};
   }
-  const auto value = measured_field(o.measured, p.field);
+  const auto value = measured_field(o->value("measured", nlohmann::json()), p.field);
   if (value.is_null()) return {Comparison::Status::unmeasured, nullptr, p.id + " has no field '" + p.field + "'"};
   return compare_values(p.answer, value, p.tolerance);
+}
+
+std::string to_string(Tolerance::Kind kind) {
+  return kind == Tolerance::Kind::exact ? "exact" : kToleranceKeys[static_cast<int>(kind) - 1];
+}
+
+nlohmann::json predictions_section(const PredictionFile& file, const nlohmann::json& run) {
+  static const char* const kVerdicts[] = {"blank", "ok", "off", "unmeasured"};  // in Comparison::Status's order
+  nlohmann::json questions = nlohmann::json::array();
+  for (const auto& p : file.questions) {
+    const auto c = compare_prediction(p, run);
+    const auto kind = p.tolerance.kind;
+    questions.push_back({{"id", p.id},
+                         {"field", p.field},
+                         {"name", p.id + (p.field.empty() ? "" : "." + p.field)},
+                         {"question", p.question},
+                         {"unit", p.unit},
+                         {"why", p.why},
+                         {"answer", json_value(p.answer)},
+                         {"measured", json_value(c.measured)},
+                         {"rule", {{"kind", to_string(kind)}, {"value", p.tolerance.value}}},
+                         {"verdict", kVerdicts[static_cast<int>(c.status)]},
+                         {"detail", p.in_answers ? c.detail : "not in your file"},
+                         {"yours", shown_answer(p)},
+                         {"measured_text", shown_measured(c, p.unit)},
+                         {"machine_dependent", kind == Tolerance::Kind::factor || kind == Tolerance::Kind::side_of}});
+  }
+  return {{"file", file.path}, {"error", file.error}, {"questions", questions}};
+}
+
+nlohmann::json report_with_predictions(const Report& report, const PredictionFile& file) {
+  nlohmann::json run = report.to_json();
+  run["predictions"] = predictions_section(file, run);
+  return run;
 }
 
 void print_predictions(std::ostream& out, const PredictionFile& file, const Report& report) {
@@ -306,13 +380,14 @@ void print_predictions(std::ostream& out, const PredictionFile& file, const Repo
     return;
   }
   if (file.questions.empty()) return;
+  const nlohmann::json run = report.to_json();
   int blank = 0;
   out << "\nYour predictions (" << file.path << ")\n";
   Table table("");
   table.left("id.field", 48).left("your prediction", 20).left("measured", 20).left("", 0).underline(125);
   table.print_header(out);
   for (const auto& p : file.questions) {
-    const auto c = compare_prediction(p, report);
+    const auto c = compare_prediction(p, run);
     const std::string name = p.id + (p.field.empty() ? "" : "." + p.field);
     if (c.status == Comparison::Status::blank) {
       ++blank;
@@ -321,10 +396,7 @@ void print_predictions(std::ostream& out, const PredictionFile& file, const Repo
     const char* mark = c.status == Comparison::Status::close ? "close"
                        : c.status == Comparison::Status::off ? "OFF"
                                                              : "-";
-    // A word answer ("more") carries no unit; a number does.
-    const std::string yours = text_of(p.answer) + (number_of(p.answer) ? " " + p.unit : "");
-    table.print_row(out, {name, yours.substr(0, 19),
-                          (c.measured.is_null() ? std::string("-") : text_of(c.measured) + " " + p.unit).substr(0, 19),
+    table.print_row(out, {name, shown_answer(p).substr(0, 19), shown_measured(c, p.unit).substr(0, 19),
                           std::string(mark) + ": " + c.detail});
     // The hint explains the measurement, so it comes after the run, never beside the question in the lesson.
     if (!p.why.empty() && c.status != Comparison::Status::unmeasured) out << "    why: " << p.why << "\n";

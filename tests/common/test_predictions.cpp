@@ -1,5 +1,7 @@
 // The predictions column of a lab's table (common/predictions): reading predictions.toml with toml++, every
-// malformed file named by its line, each tolerance's close and off, and the rows print_predictions writes.
+// malformed file named by its line, each tolerance's close and off, the rows print_predictions writes, and the
+// --json output's "predictions" section ./lab check and ./lab grade read (the official questions, a student's
+// answers).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -164,10 +166,10 @@ TEST(Predictions, AnUnmeasuredObservationIsNeitherCloseNorOff) {
   speedlabs::Prediction p;
   p.id = "absent";
   p.answer = 2.0;
-  EXPECT_EQ(speedlabs::compare_prediction(p, report()).status, Comparison::Status::unmeasured);
+  EXPECT_EQ(speedlabs::compare_prediction(p, report().to_json()).status, Comparison::Status::unmeasured);
   p.id = "table";
   p.field = "fp16.min";
-  EXPECT_EQ(speedlabs::compare_prediction(p, report()).status, Comparison::Status::unmeasured);
+  EXPECT_EQ(speedlabs::compare_prediction(p, report().to_json()).status, Comparison::Status::unmeasured);
 }
 
 TEST(Predictions, AnObservationTheRunCouldNotDecideGradesNothing) {
@@ -183,9 +185,86 @@ TEST(Predictions, AnObservationTheRunCouldNotDecideGradesNothing) {
   p.id = "ratio";
   p.answer = 0.5;
   p.tolerance = {speedlabs::Tolerance::Kind::side_of, 1.0};
-  const auto c = speedlabs::compare_prediction(p, busy);
+  const auto c = speedlabs::compare_prediction(p, busy.to_json());
   EXPECT_EQ(c.status, Comparison::Status::unmeasured);
   EXPECT_NE(c.detail.find("could not decide"), std::string::npos) << c.detail;
+}
+
+TEST(Predictions, TheJsonSectionCarriesEachVerdictWithItsRule) {
+  const auto file = speedlabs::read_predictions(write("section", kGood));
+  const auto section = speedlabs::predictions_section(file, report().to_json());
+  ASSERT_EQ(section["questions"].size(), 3u) << section.dump(2);
+  const auto& speedup = section["questions"][0];
+  EXPECT_EQ(speedup["name"], "speedup");
+  EXPECT_EQ(speedup["answer"], 3.0);
+  EXPECT_EQ(speedup["measured"], 7.5);
+  EXPECT_EQ(speedup["rule"], (nlohmann::json{{"kind", "factor"}, {"value", 2.0}}));
+  EXPECT_EQ(speedup["verdict"], "off");
+  EXPECT_EQ(speedup["detail"], "off by 2.50x (tolerance 2.00x)");
+  EXPECT_EQ(speedup["yours"], "3 x");
+  EXPECT_EQ(speedup["machine_dependent"], true);
+  EXPECT_EQ(section["questions"][1]["name"], "table.fp16.max");
+  EXPECT_EQ(section["questions"][1]["verdict"], "blank");
+  EXPECT_EQ(section["questions"][2]["verdict"], "ok");
+  EXPECT_EQ(section["questions"][2]["yours"], "Memory") << "a word answer carries no unit";
+  EXPECT_EQ(section["questions"][2]["machine_dependent"], false);
+  EXPECT_EQ(section["error"], "");
+}
+
+TEST(Predictions, ALabRunsJsonCarriesThePredictionsSection) {
+  const auto file = speedlabs::read_predictions(write("report", kGood));
+  const auto run = speedlabs::report_with_predictions(report(), file);
+  EXPECT_EQ(run["observations"], report().to_json()["observations"]);
+  EXPECT_EQ(run["predictions"], speedlabs::predictions_section(file, report().to_json()));
+}
+
+TEST(Predictions, AnInfiniteAnswerTravelsAsAWord) {
+  const auto file = speedlabs::read_predictions(write("inf", R"([[question]]
+id = "top"
+question = "70000 in fp16?"
+unit = ""
+answer = inf
+)"));
+  speedlabs::Report r("01_test", "cpu");
+  r.check("top", "inf", "inf", "inf", true);
+  const auto q = speedlabs::predictions_section(file, r.to_json())["questions"][0];
+  EXPECT_EQ(q["answer"], "inf") << "JSON has no inf: it would read as null, a blank answer";
+  EXPECT_EQ(q["verdict"], "ok");
+}
+
+TEST(Predictions, WithoutARunEveryFilledAnswerIsUnmeasured) {
+  const auto section = speedlabs::predictions_section(speedlabs::read_predictions(write("norun", kGood)), nullptr);
+  EXPECT_EQ(section["questions"][0]["verdict"], "unmeasured");
+  EXPECT_EQ(section["questions"][0]["detail"], "no run of this lab to compare with");
+  EXPECT_EQ(section["questions"][1]["verdict"], "blank");
+}
+
+TEST(Predictions, TheOfficialQuestionsSetTheRulesAndTheAnswersOnlyAnswer) {
+  const auto official = speedlabs::read_predictions(write("official", kGood));
+  // A student's file that widens a tolerance, adds a question and leaves one out: only its answers count.
+  const auto answers = speedlabs::read_predictions(write("answers", R"([[question]]
+id = "speedup"
+question = "How many times faster?"
+unit = "x"
+answer = 3
+factor = 100
+
+[[question]]
+id = "mine"
+question = "Mine?"
+unit = ""
+answer = 1
+)"));
+  const auto answered = speedlabs::answer_questions(official, answers);
+  ASSERT_EQ(answered.questions.size(), 3u);
+  const auto section = speedlabs::predictions_section(answered, report().to_json());
+  EXPECT_EQ(section["questions"][0]["verdict"], "off") << "the official factor 2, not the file's 100";
+  EXPECT_EQ(section["questions"][2]["verdict"], "blank");
+  EXPECT_EQ(section["questions"][2]["detail"], "not in your file");
+  EXPECT_EQ(section["file"], answers.path);
+  const auto broken = speedlabs::answer_questions(official, speedlabs::read_predictions(write("broken2", "[[q\n")));
+  EXPECT_TRUE(broken.questions.empty());
+  EXPECT_NE(broken.error.find(":1:"), std::string::npos) << broken.error;
 }
 
 }  // namespace
