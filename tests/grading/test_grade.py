@@ -2,7 +2,7 @@
 """scripts/driver/grade.py on runs made by hand: what each way of fooling the grader looks like to it (CTest's JUnit,
 the tests' own records of their ends), and that it gives no point for any of them.
 
-  python3 tests/grading/test_grade.py REPO_ROOT
+  python3 tests/grading/test_grade.py REPO_ROOT [PREDICTIONS_PROGRAM]
 
 Needs no build: each case writes the files a run of ./lab grade leaves (RUN_DIR/junit.xml,
 RUN_DIR/ends/<Suite.Test>, the token in SPEEDLABS_GRADE_TOKEN) for lab 01's exercises, whose points.tsv gives sum_squares_eigen 3 points,
@@ -20,6 +20,8 @@ from pathlib import Path
 from unittest import mock
 
 ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
+TOOL = Path(sys.argv.pop(1) if len(sys.argv) > 1 else ROOT / "build/bin/predictions")  # compares predictions
+sys.path.insert(0, str(ROOT / "scripts/driver"))
 spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts/driver/grade.py")
 grade = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(grade)
@@ -62,7 +64,7 @@ class Run:
         # The exercises alone: predictions are graded off here (tests/grading/test_predictions.py has them).
         with open(os.devnull, "w") as quiet, mock.patch("sys.stdout", quiet), \
                 mock.patch.object(grade, "prediction_points", lambda: 0):
-            code = grade.grade(str(self.dir / "junit.xml"), str(out), list(labs), str(self.dir))
+            code = grade.grade(str(self.dir / "junit.xml"), str(out), list(labs), str(self.dir), TOOL)
         self.code = code
         if code != 0:
             return None
@@ -141,11 +143,22 @@ class CannotBeFooled(unittest.TestCase):
         self.run.grade()  # writes the JUnit file
         printed = io.StringIO()
         with mock.patch("sys.stdout", printed):
-            code = grade.check(str(self.run.dir / "junit.xml"), ["01", "01"], str(self.run.dir))
+            code = grade.check(str(self.run.dir / "junit.xml"), ["01", "01"], str(self.run.dir), TOOL)
         self.assertEqual(code, 0)
         lines = printed.getvalue().splitlines()
         self.assertEqual(lines.count("lab 01:"), 1, lines)
         self.assertEqual(sum("PASS" in line for line in lines), len(MAX), lines)
+
+    def test_a_lab_that_did_not_build_says_why_and_scores_zero(self):
+        # ./lab left the lab's tests out (RUN_DIR/builds/01): none ran, and the line says what stopped them.
+        for outcome, text in (("compile_error", "does not compile"), ("crashed_at_start", "crashed before any test")):
+            with self.subTest(outcome=outcome):
+                (self.run.dir / "builds").mkdir(exist_ok=True)
+                (self.run.dir / "builds" / "01").write_text(outcome + "\n")
+                self.run.cases.clear()
+                tests = self.run.grade()
+                self.assertEqual(sum(t["score"] for t in tests.values()), 0)
+                self.assertTrue(all(text in t["output"] for t in tests.values()), tests)
 
     def test_results_are_all_three_files_or_none(self):
         real_open = open
