@@ -17,22 +17,8 @@
 
 namespace speedlabs {
 
-CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int& value, const std::string& help, int minimum) {
-  return app.add_option(name, value, help)
-      ->check(CLI::Range(minimum, std::numeric_limits<int>::max()))
-      ->capture_default_str();
-}
-
-CLI::Option* add_int_flag(CLI::App& app, const std::string& name, int64_t& value, const std::string& help,
-                          int64_t minimum) {
-  return app.add_option(name, value, help)
-      ->check(CLI::Range(minimum, std::numeric_limits<int64_t>::max()))
-      ->capture_default_str();
-}
-
-CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& value, const std::string& help,
-                             double above) {
-  const CLI::Validator finite_above(
+CLI::Validator finite_above(double above) {
+  return CLI::Validator(
       [above](std::string& text) -> std::string {
         double parsed = 0.0;
         if (!CLI::detail::lexical_cast(text, parsed)) return "'" + text + "' is not a number";
@@ -41,11 +27,10 @@ CLI::Option* add_number_flag(CLI::App& app, const std::string& name, double& val
         return "";
       },
       "NUMBER > " + CLI::detail::to_string(above));
-  return app.add_option(name, value, help)->check(finite_above)->capture_default_str();
 }
 
-CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed) {
-  const CLI::Validator whole_number(
+CLI::Validator whole_seed() {
+  return CLI::Validator(
       [](std::string& text) -> std::string {
         const bool digits =
             !text.empty() && text.size() <= 19 && text.find_first_not_of("0123456789") == std::string::npos;
@@ -55,7 +40,6 @@ CLI::Option* add_seed_flag(CLI::App& app, uint64_t& seed) {
         return "";
       },
       "0..2^63-1");
-  return app.add_option("--seed", seed, "random seed")->check(whole_number)->capture_default_str();
 }
 
 namespace {

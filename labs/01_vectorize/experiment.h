@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "common/timer.h"
 
@@ -43,8 +44,28 @@ struct IsaBuild {
 /// The builds, narrowest first (SSE2, the x86-64 baseline, is always supported); empty off x86-64.
 std::vector<IsaBuild> isa_builds();
 
-/// The settings --quick uses: 100,000 values, so the whole run takes well under a second.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick times a
+/// tenth of the values over fewer, shorter rounds, so the whole run takes well under a second.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.flag("--n", "how many values", &Config::n).quick(100'000).check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  knobs
+      .flag(
+          "--repeats", "measured calls of each fast variant", [](auto& c) -> auto& { return c.fast.repeats; })
+      .quick(10)
+      .check(CLI::Range(1, 100000));
+  knobs.seed_flag(&Config::seed);
+  knobs.setting([](auto& c) -> auto& { return c.fast.warmup; }).quick(2);
+  knobs.setting([](auto& c) -> auto& { return c.fast.max_repeats; }).quick(30);
+  knobs.setting([](auto& c) -> auto& { return c.fast.budget_s; }).quick(1.0);
+  knobs.setting([](auto& c) -> auto& { return c.element_loop.warmup; }).quick(0);
+  knobs.setting(&Config::isa_passes).quick(256);
+  knobs.setting(&Config::isa).quick({2, 10, 30, 0.05, 1.0});
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// Runs the five variants on the CPU and records same_result, vectorised_3x_faster,
 /// scalar_loop_vs_eigen, unrolled_vs_scalar_loop, unrolled_vs_eigen and torch_vs_eigen; then the per-ISA

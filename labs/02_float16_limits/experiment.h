@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "exercise.h"
 
@@ -165,6 +166,16 @@ float accumulate_in_tensor(float weight, float update, int steps, c10::ScalarTyp
 struct Config {
   int update_steps = 1000;  ///< how many updates of 1e-4 the weights in each format receive (1 to 100000)
 };
+
+/// The lab's knobs: --quick changes none of them, the whole lab takes well under a second.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs
+      .flag("--steps", "how many updates of 1e-4 each weight receives in the stalled-training experiment",
+            &Config::update_steps)
+      .check(CLI::Range(1, 100000));
+  return knobs;
+}
 
 /// Prints the format table and every experiment with each library's result, and records the observations
 /// fp32_1_plus_1e-8_is_1, fp16_1000_plus_0.3_is_1000.5, fp16_max_is_65504, fp16_70000_is_inf,

@@ -3,7 +3,7 @@
 #include "experiment.h"
 
 int main(int argc, char** argv) {
-  speedlabs::ConfigFlags<lab02::Config> flags;
+  speedlabs::Knobs<lab02::Config> knobs = lab02::knobs();
   return speedlabs::run_lab(
       argc, argv,
       {"02", "02_float16_limits",
@@ -11,11 +11,8 @@ int main(int argc, char** argv) {
        "Runs on the CPU whatever --device says: rounding belongs to the number format, not to the device; "
        "--quick changes nothing, the whole lab takes well under a second",
        true},
-      [&](CLI::App& app) {
-        flags
-            .option(app, "--steps", &lab02::Config::update_steps,
-                    "how many updates of 1e-4 each weight receives in the stalled-training experiment")
-            ->check(CLI::Range(1, 100000));
-      },
-      [&](const speedlabs::LabContext&, speedlabs::Report& report) { lab02::run(flags.apply({}), report); });
+      [&](CLI::App& app) { knobs.add_flags(app); },
+      [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
+        lab02::run(knobs.configure(context), report);
+      });
 }

@@ -49,16 +49,6 @@ CpuFeatures read_cpu_features() {
   return parse_cpuinfo(std::string(std::istreambuf_iterator<char>(file), {}));
 }
 
-Config quick_config() {
-  Config config;
-  config.timing = {1, 5};
-  config.interleave_rounds = 16;  // more rounds than the default: --quick must still decide its must-hold
-  config.large_batch = 8192;
-  config.kernel_n = 1 << 18;
-  config.kernel_timing = {1, 3};
-  return config;
-}
-
 namespace {
 
 // Warm-up: the first call of a fresh model pays for allocation, library set-up and (on a GPU)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "common/timer.h"
 
@@ -42,8 +43,32 @@ struct Config {
   bool cpu_only = false;  ///< --device cpu: leave any GPU alone, its observations are not_applicable
 };
 
-/// The settings --quick uses: fewer repeats, a smaller large batch and kernel; the lesson's batch stays.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick makes fewer
+/// timed calls on a smaller large batch and kernel; the lesson's batch stays.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.flag("--batch", "rows of the lesson's input", &Config::batch)
+      .check(CLI::Range(int64_t{1}, int64_t{1} << 16));  // 65536 rows: a 512 MiB hidden layer
+  knobs
+      .flag(
+          "--repeats", "measured calls per variant", [](auto& c) -> auto& { return c.timing.repeats; })
+      .quick(5)
+      .check(CLI::Range(1, 100000));
+  knobs
+      .flag(
+          "--warmup", "warm-up calls per variant", [](auto& c) -> auto& { return c.timing.warmup; })
+      .quick(1)
+      .check(CLI::Range(0, 100000));
+  // More rounds than the full run: --quick must still decide its must-hold observation.
+  knobs.setting(&Config::interleave_rounds).quick(16);
+  knobs.setting(&Config::large_batch).quick(8192);
+  knobs.setting(&Config::kernel_n).quick(int64_t{1} << 18);
+  knobs.setting([](auto& c) -> auto& { return c.kernel_timing.repeats; }).quick(3);
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// Runs the benchmark on the CPU, and on @p device too when it is a CUDA GPU, then the CUDA kernels
 /// when a GPU is there; records autocast_bf16_output_dtype, cpu_fp32_ms, cpu_bf16_ms, cpu_bf16_vs_fp32,

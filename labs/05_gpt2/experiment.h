@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/contention.h"
 #include "common/observations.h"
 #include "common/precision.h"
@@ -34,8 +35,40 @@ struct Config {
   bool progress_bar = true;         ///< a progress bar on stderr, only when stderr is a terminal
 };
 
-/// --quick: the tiny model, T=32, 15 steps, every mode (seconds per mode on a CPU; fp16 is the slowest there).
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains the
+/// tiny model for a few steps in every mode, on short sequences: the logits (B*T x 50257) dominate the tiny
+/// model's cost; seconds per mode on a CPU, fp16 the slowest there.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  std::vector<std::string> precisions = speedlabs::precision_names().names();
+  precisions.push_back("all");
+  knobs
+      .flag<std::string>(
+          "--precision", "fp32, tf32, bf16, fp16, or all (side by side, step by step)",
+          [](const Config& c) {
+            return c.modes == speedlabs::all_precisions() ? "all" : speedlabs::to_string(c.modes[0]);
+          },
+          [](Config& c, const std::string& precision) {
+            c.modes =
+                precision == "all" ? speedlabs::all_precisions() : std::vector{speedlabs::parse_precision(precision)};
+          })
+      .quick("all")
+      .check(CLI::IsMember(precisions));
+  knobs.model_flag(&Config::model).quick("tiny");
+  knobs.flag("--steps", "training steps per mode", &Config::steps).quick(15).check(speedlabs::at_least(1));
+  knobs.flag("--batch", "B, sequences per batch", &Config::batch).check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--seq", "T, tokens per sequence (at most the model's block size)", &Config::seq)
+      .quick(32)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--lr", "AdamW learning rate", &Config::lr).check(speedlabs::finite_above());
+  knobs.flag("--csv", "write every step's loss and time to this CSV file", &Config::csv_path);
+  knobs.flag("--plots", "write lab05_loss.svg and lab05_tokens_per_s.svg here (gnuplot)", &Config::plots_dir);
+  knobs.data_dir_flag(&Config::data_dir);
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// One training step as measured.
 struct StepRecord {

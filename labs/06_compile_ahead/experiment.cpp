@@ -33,18 +33,6 @@ void adapt_to_cpu(Config& config) {
   config.compile_modes.clear();
 }
 
-Config quick_config() {
-  Config config;
-  config.model = "tiny";
-  config.shapes = {{2, 32}};
-  config.warmup = 2;
-  config.steps = 4;
-  config.matmul_size = 256;
-  config.peer_modes = {"fp32", "bf16"};
-  config.compile_modes.clear();
-  return config;
-}
-
 double flops_per_token(int64_t n_params_without_wpe, int64_t n_layer, int64_t n_head, int64_t head_size, int64_t seq) {
   return speedlabs::model_flops_per_token(static_cast<double>(n_params_without_wpe), n_layer, n_head * head_size, seq);
 }

@@ -8,10 +8,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/contention.h"
+#include "common/errors.h"
 #include "common/observations.h"
 #include "common/timer.h"
 #include "exercise.h"
@@ -47,8 +50,117 @@ struct Config {
 /// @param config the configuration to adapt
 void adapt_to_cpu(Config& config);
 
-/// --quick: the tiny model, B=2, T=32, 2 + 4 steps, a 256 matmul, the eager peers in fp32 and bf16 only.
-Config quick_config();
+/// "4x128,16x1024" -> shapes; throws speedlabs::UsageError on anything else.
+inline std::vector<Shape> parse_shapes(const std::string& text) {
+  std::vector<Shape> shapes;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    Shape shape;
+    char x = 0;
+    std::istringstream in(item);
+    if (!(in >> shape.batch >> x >> shape.seq) || x != 'x' || !in.eof() || shape.batch < 1 || shape.seq < 1) {
+      throw speedlabs::UsageError("--shapes: expected BxT[,BxT...] with positive numbers, got '" + text + "'");
+    }
+    shapes.push_back(shape);
+  }
+  if (shapes.empty()) throw speedlabs::UsageError("--shapes: give at least one BxT");
+  return shapes;
+}
+
+/// @p shapes as --shapes takes them: "4x128,16x1024".
+inline std::string shapes_text(const std::vector<Shape>& shapes) {
+  std::string text;
+  for (const auto& shape : shapes) {
+    text += (text.empty() ? "" : ",") + std::to_string(shape.batch) + "x" + std::to_string(shape.seq);
+  }
+  return text;
+}
+
+/// A comma-separated list (--peer-modes, --compile-modes) as its items; empty items are dropped.
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+/// @p items as a comma-separated list, the way --peer-modes takes them.
+inline std::string join_list(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ",") + item;
+  return text;
+}
+
+/// The check on --peer-modes and --compile-modes: a comma-separated list of the peers' precisions (may be empty).
+inline CLI::Validator peer_mode_list() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        for (const auto& mode : split_list(text)) {
+          if (mode != "fp32" && mode != "tf32" && mode != "bf16")
+            return "each mode must be fp32, tf32 or bf16, not '" + mode + "'";
+        }
+        return "";
+      },
+      "MODE[,MODE...]");
+}
+
+/// A flag for a list of the peers' precisions, the field @p member.
+inline speedlabs::Knob<Config, std::string>& peer_modes_flag(speedlabs::Knobs<Config>& knobs, std::string name,
+                                                             std::string help,
+                                                             std::vector<std::string> Config::*member) {
+  return knobs
+      .flag<std::string>(
+          std::move(name), std::move(help), [member](const Config& c) { return join_list(c.*member); },
+          [member](Config& c, const std::string& text) { c.*member = split_list(text); })
+      .check(peer_mode_list());
+}
+
+/// The lab's knobs, each once: its flags with their defaults (Config), their --quick values and what a CPU
+/// changes (adapt_to_cpu()). --quick climbs the ladder with the tiny model on one small shape, and runs the
+/// eager peers in fp32 and bf16 only.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.model_flag(&Config::model).quick("tiny");
+  knobs
+      .flag<std::string>(
+          "--shapes", "BxT list", [](const Config& c) { return shapes_text(c.shapes); },
+          [](Config& c, const std::string& text) { c.shapes = parse_shapes(text); })
+      .quick("2x32");
+  knobs.flag("--warmup", "steps before the measured ones", &Config::warmup).quick(2).check(speedlabs::at_least(0));
+  knobs.flag("--steps", "measured steps per rung", &Config::steps).quick(4).check(speedlabs::at_least(1));
+  knobs.flag("--lr", "AdamW learning rate", &Config::lr).check(speedlabs::finite_above());
+  knobs
+      .flag<std::string>(
+          "--top", "the highest rung to climb to", [](const Config& c) { return to_string(c.top); },
+          [](Config& c, const std::string& top) { c.top = parse_rung(top); })
+      .check(CLI::IsMember(all_rung_names()));
+  // Under 256^3 the matmul takes microseconds and its rate is mostly timer noise.
+  knobs.flag("--matmul-size", "n of the bf16 n^3 matmul that measures the peak, at least 256", &Config::matmul_size)
+      .quick(256)
+      .check(speedlabs::at_least(int64_t{256}));
+  knobs.flag("--python", "Python with torch for the peers", &Config::python);
+  peer_modes_flag(knobs, "--peer-modes", "precisions of the Python peers", &Config::peer_modes).quick("fp32,bf16");
+  // torch.compile on a CPU needs a C++ toolchain at run time and a minute or more of compiling per peer:
+  // adapt_to_cpu() leaves it out, and it runs there only when asked for by name.
+  peer_modes_flag(knobs, "--compile-modes", "precisions of the torch.compile peers (on a CPU only when given)",
+                  &Config::compile_modes)
+      .quick("");
+  knobs.flag("--results", "write ladder.json, ladder.md and ladder.dat here", &Config::results_dir);
+  knobs.data_dir_flag(&Config::data_dir);
+  knobs.adapt(
+      "on a CPU", [](const c10::Device& device) { return !device.is_cuda(); },
+      [](Config& config, bool quick) {
+        if (!quick) adapt_to_cpu(config);
+      });
+  return knobs;
+}
+
+/// What --quick runs before any flag and any device adaptation (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// The whole run.
 struct LadderResult {

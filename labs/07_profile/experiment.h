@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/cli.h"
 #include "common/observations.h"
 
 namespace lab07 {
@@ -34,13 +35,53 @@ struct Config {
   std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
 };
 
-/// --quick: fewer steps and repeats, a smaller matmul and stream (seconds on a CPU).
-Config quick_config();
-
 /// Larger sizes for a GPU: B=16, T=256, an 8192 matmul, 1 GiB streams, more tiny-op calls, and 4 KiB
 /// documents (a GPU step takes milliseconds: one worker keeps up only with a loader that costs less).
 /// @param config the configuration to adapt (flags given explicitly are set afterwards by main)
 void adapt_to_gpu(Config& config);
+
+/// The lab's knobs, each once: its flags with their defaults (Config), their --quick values and what a GPU
+/// changes (adapt_to_gpu(); under --quick its matmul is smaller). --quick takes fewer steps and repeats, a
+/// smaller matmul and stream: seconds on a CPU.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.model_flag(&Config::model);
+  knobs.flag("--batch", "B, sequences per batch", &Config::batch).check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--seq", "T, tokens per sequence", &Config::seq).check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--warmup", "steps before anything is measured", &Config::warmup).quick(1).check(speedlabs::at_least(0));
+  knobs.flag("--steps", "timed steps for the step time", &Config::steps).quick(3).check(speedlabs::at_least(1));
+  knobs.flag("--trace", "write the profiled step's Chrome/Perfetto trace JSON here", &Config::trace_path);
+  knobs.flag("--plots", "write lab07_top_ops.svg and lab07_roofline.svg here (gnuplot)", &Config::plots_dir);
+  knobs.flag("--top", "ops shown and plotted, by self time", &Config::top).check(speedlabs::at_least(1));
+  knobs.flag("--python", "Python with torch for the per-op cost", &Config::python);
+  knobs.flag("--op-calls", "tiny ops per timed repeat", &Config::op_calls).quick(500).check(speedlabs::at_least(1));
+  knobs.flag("--matmul-size", "n of the matmul that measures the peak FLOP/s", &Config::matmul_size)
+      .quick(512)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--stream-mib", "MiB per array of the bandwidth copy and triad", &Config::stream_mib)
+      .quick(64)
+      .check(speedlabs::at_least(int64_t{1}));
+  // Three blocks of four each way: three pairs of blocks decide prefetch_hides_loading.
+  knobs.flag("--feed-steps", "timed steps of each loader loop", &Config::feed_steps)
+      .quick(12)
+      .check(speedlabs::at_least(1));
+  knobs.flag("--doc-kib", "KiB of text tokenized per sequence by the loader", &Config::doc_kib)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--prefetch", "batches the prefetching loader keeps ready", &Config::prefetch)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.data_dir_flag(&Config::data_dir);
+  knobs.setting(&Config::op_repeats).quick(5);
+  knobs.adapt(
+      "on a GPU", [](const c10::Device& device) { return device.is_cuda(); },
+      [](Config& config, bool quick) {
+        adapt_to_gpu(config);
+        if (quick) config.matmul_size = 4096;
+      });
+  return knobs;
+}
+
+/// What --quick runs before any flag and any device adaptation (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// Runs the four parts on @p device and records the observations:
 /// trace_has_step_ranges, trace_written (with --trace), top_op_shares_sum_to_step, gpu_kernels_in_trace;

@@ -10,16 +10,6 @@
 
 namespace lab08 {
 
-Config quick_config() {
-  Config config;
-  config.batch = 2;
-  config.seq = 32;
-  config.checkpoint_seqs = {16, 32};
-  config.budget_mb = 160;
-  config.repeats = 3;
-  return config;
-}
-
 void run(const Config& config, const c10::Device& device, speedlabs::Report& report) {
   speedlabs::install_stop_handlers();  // Ctrl-C or SIGTERM: stop between two timed rounds
   checked_config(config.model, config.seq);

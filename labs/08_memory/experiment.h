@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 
 namespace lab08 {
@@ -28,8 +29,35 @@ struct Config {
   std::string results_dir;                           ///< where the phases' data and the SVG plot go ("" for none)
 };
 
-/// The --quick sizes: tiny model, B=2, T=32, checkpointing at T=16 and 32, a 160 MiB budget.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.model_flag(&Config::model);
+  knobs.flag("--batch", "B of the measured step", &Config::batch).quick(2).check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--seq", "T of the measured step (checkpointing also runs T/2)", &Config::seq)
+      .quick(32)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--budget-mb", "memory budget for the largest batch, MiB", &Config::budget_mb)
+      .quick(160)
+      .check(speedlabs::finite_above());
+  knobs.flag("--warmup", "timed steps discarded first", &Config::warmup).check(speedlabs::at_least(0));
+  knobs.flag("--repeats", "timed steps measured", &Config::repeats).quick(3).check(speedlabs::at_least(1));
+  knobs.flag("--results", "write memory_phases.dat, memory_phases.gp and memory_phases.svg (gnuplot) here",
+             &Config::results_dir);
+  return knobs;
+}
+
+/// The sequence lengths of the checkpointing part of a run at T = @p seq: T/2 and T (T alone for T = 1).
+inline std::vector<int64_t> checkpoint_seqs_for(int64_t seq) {
+  return seq > 1 ? std::vector<int64_t>{seq / 2, seq} : std::vector<int64_t>{seq};
+}
+
+/// What --quick runs before any flag, checkpointing at its T/2 and T (the tests start from it).
+inline Config quick_config() {
+  Config config = knobs().quick();
+  config.checkpoint_seqs = checkpoint_seqs_for(config.seq);
+  return config;
+}
 
 /// The sizes the formulas need: from the model's config, N counted from its parameters.
 struct ModelShape {

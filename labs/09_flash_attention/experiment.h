@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "common/timer.h"
 
@@ -32,9 +33,6 @@ struct Config {
   uint64_t seed = 0;           ///< torch seed for q, k, v
   bool progress_bar = true;    ///< a progress bar on stderr, only when stderr is a terminal
 };
-
-/// --quick: T = 64, 256, 1024 with tiles of 64, 3 repeats, gradient check at T = 96 (seconds on a CPU).
-Config quick_config();
 
 /// The three ways of computing the same attention.
 enum class Method {
@@ -87,6 +85,28 @@ inline constexpr double kBackwardTolerance = 1e-4;
 inline constexpr double kSdpaRatioGoal = 1.3;
 /// ... at these T (tiled_vs_sdpa_time_at_1024 is the first; the default run's largest is the second).
 inline constexpr std::array<int64_t, 2> kGoalSeqLengths{1024, 4096};
+
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick measures
+/// shorter sequences, up to the first goal's T, with smaller tiles (seconds on a CPU).
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.flag("--q-tile", "query rows per block of the tiled forward", &Config::q_tile)
+      .quick(64)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--kv-tile", "keys per block of the tiled forward", &Config::kv_tile)
+      .quick(64)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--repeats", "timed rounds per T, at least (each calls every method once)", &Config::repeats)
+      .quick(3)
+      .check(speedlabs::at_least(1));
+  knobs.flag("--plots", "write lab09_attention_vs_T.svg here (gnuplot)", &Config::plots_dir);
+  knobs.setting(&Config::seq_lengths).quick({64, 256, kGoalSeqLengths.front()});
+  knobs.setting(&Config::backward_seq).quick(96);
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// The growth exponent (log extra memory / log T between the two largest T) the tiled forward must stay
 /// under, and the written-out one must exceed: linear is 1, quadratic 2.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "common/timer.h"
 
@@ -31,8 +32,28 @@ struct Config {
   uint64_t seed = 0;           ///< torch seed of the inputs and the model
 };
 
-/// --quick: the tiny model's head (C = 64, the full vocabulary), B = 8, T = 64, chunks of 64 rows, 3 rounds.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick uses the tiny
+/// model's head (C = 64, the full vocabulary) on shorter sequences.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs.model_flag(&Config::model).quick("tiny");
+  knobs.flag("--batch", "the largest B (the memory sweep also runs B/4 and B/2)", &Config::batch)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--seq", "T, at most the model's block size", &Config::seq)
+      .quick(64)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--chunk", "rows (tokens) per chunk of the chunked head", &Config::chunk)
+      .quick(64)
+      .check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--repeats", "timed rounds per comparison, at least", &Config::repeats)
+      .quick(3)
+      .check(speedlabs::at_least(1));
+  knobs.flag("--plots", "write lab12_peak_memory.svg here (gnuplot)", &Config::plots_dir);
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// How far the chunked loss may be from the plain one, relative, in float32 and in bfloat16 (see README.md).
 inline constexpr double kLossRtolFloat = 1e-5;

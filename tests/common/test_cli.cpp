@@ -14,6 +14,7 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/timer.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ int run_with(std::vector<std::string> args, const speedlabs::RunExperiment& body
   int local_n = 1;
   return speedlabs::run_lab(
       static_cast<int>(argv.size()), argv.data(), kInfo,
-      [&](CLI::App& app) { speedlabs::add_int_flag(app, "--n", n ? *n : local_n, "size"); }, body);
+      [&](CLI::App& app) { app.add_option("--n", n ? *n : local_n, "size")->check(speedlabs::at_least(1)); }, body);
 }
 
 void holds(const speedlabs::LabContext&, speedlabs::Report& r) { r.check("x", "x", 1, "1", true); }
@@ -84,8 +85,8 @@ int parse_number_flags(std::vector<std::string> args, double* lr = nullptr, uint
   return speedlabs::run_lab(
       static_cast<int>(argv.size()), argv.data(), kInfo,
       [&](CLI::App& app) {
-        speedlabs::add_number_flag(app, "--lr", lr ? *lr : local_lr, "learning rate");
-        speedlabs::add_seed_flag(app, seed ? *seed : local_seed);
+        app.add_option("--lr", lr ? *lr : local_lr, "learning rate")->check(speedlabs::finite_above());
+        app.add_option("--seed", seed ? *seed : local_seed, "random seed")->check(speedlabs::whole_seed());
       },
       holds);
 }
@@ -196,14 +197,27 @@ struct ToyConfig {
   double lr = 1e-3;
   std::string model = "gpt2";
   std::vector<int> sizes{1, 2};
+  speedlabs::TimingOptions timing{3, 20};
+  speedlabs::TimingOptions probe{1, 2};
+  std::string plots_dir;
 };
 
-ToyConfig toy_quick() {
-  ToyConfig config;
-  config.steps = 5;
-  config.seq = 32;
-  config.model = "tiny";
-  return config;
+// The toy lab's table: each knob once, with its quick value; --size is translated, on a "GPU" seq doubles.
+speedlabs::Knobs<ToyConfig> toy_knobs() {
+  speedlabs::Knobs<ToyConfig> knobs;
+  knobs.flag("--steps", "steps", &ToyConfig::steps).quick(5).check(speedlabs::at_least(1));
+  knobs.flag("--seq", "T", &ToyConfig::seq).quick(32).check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--lr", "learning rate", &ToyConfig::lr).check(speedlabs::finite_above());
+  knobs.model_flag(&ToyConfig::model).quick("tiny");
+  knobs.flag<int>(
+      "--size", "one size", [](const ToyConfig& c) { return c.sizes.front(); },
+      [](ToyConfig& c, int size) { c.sizes = {size}; });
+  knobs.setting([](auto& c) -> auto& { return c.timing.warmup; }).quick(1);
+  knobs.setting(&ToyConfig::probe).quick({0, 4});
+  knobs.flag("--plots", "write the plots here", &ToyConfig::plots_dir);
+  knobs.adapt(
+      "on a GPU", [](const c10::Device& device) { return device.is_cuda(); }, [](ToyConfig& c, bool) { c.seq *= 2; });
+  return knobs;
 }
 
 // Runs a toy lab with the common flag convention; returns the configuration its experiment received.
@@ -211,24 +225,24 @@ ToyConfig run_toy(std::vector<std::string> args, int* exit_code = nullptr) {
   args.insert(args.begin(), "lab00");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  speedlabs::ConfigFlags<ToyConfig> flags;
-  int size = 0;
+  speedlabs::Knobs<ToyConfig> knobs = toy_knobs();
   ToyConfig ran;
   const int code = speedlabs::run_lab(
-      static_cast<int>(argv.size()), argv.data(), kInfo,
-      [&](CLI::App& app) {
-        flags.int_option(app, "--steps", &ToyConfig::steps, "steps");
-        flags.int_option(app, "--seq", &ToyConfig::seq, "T");
-        flags.number_option(app, "--lr", &ToyConfig::lr, "learning rate");
-        flags.option(app, "--model", &ToyConfig::model, "model")->check(CLI::IsMember({"gpt2", "tiny"}));
-        flags.on_given(app.add_option("--size", size, "one size"), [&](ToyConfig& c) { c.sizes = {size}; });
-      },
+      static_cast<int>(argv.size()), argv.data(), kInfo, [&](CLI::App& app) { knobs.add_flags(app); },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        ran = flags.apply(context.flags.quick ? toy_quick() : ToyConfig{});
+        ran = knobs.configure(context);
         holds(context, report);
       });
   if (exit_code) *exit_code = code;
   return ran;
+}
+
+// The help of the toy lab's flags, as --help prints it.
+std::string toy_help() {
+  speedlabs::Knobs<ToyConfig> knobs = toy_knobs();
+  CLI::App app{"toy"};
+  knobs.add_flags(app);
+  return app.help();
 }
 
 }  // namespace
@@ -253,7 +267,7 @@ TEST(CliQuickConvention, AnExplicitFlagWinsOverQuickInEitherOrder) {
     EXPECT_EQ(ran.sizes, std::vector<int>{9}) << "the explicit --size, translated";
     EXPECT_EQ(ran.seq, 32) << "--quick still sets what was not given";
   }
-  const ToyConfig full = run_toy({"--model", "tiny", "--lr", "0.5"});
+  const ToyConfig full = run_toy({"--config", "tiny", "--lr", "0.5"});
   EXPECT_EQ(full.model, "tiny");
   EXPECT_DOUBLE_EQ(full.lr, 0.5);
   EXPECT_EQ(full.steps, 100);
@@ -261,9 +275,37 @@ TEST(CliQuickConvention, AnExplicitFlagWinsOverQuickInEitherOrder) {
 
 TEST(CliQuickConvention, BadValuesAreUsageErrors) {
   for (const auto& args : {std::vector<std::string>{"--steps", "0"}, std::vector<std::string>{"--seq", "-1"},
-                           std::vector<std::string>{"--lr", "nan"}, std::vector<std::string>{"--model", "huge"}}) {
+                           std::vector<std::string>{"--lr", "nan"}, std::vector<std::string>{"--config", "huge"}}) {
     int code = -1;
     run_toy(args, &code);
     EXPECT_EQ(code, 2) << args[0] << " " << args[1];
   }
+}
+
+TEST(CliQuickConvention, QuickSettingsWithoutAFlagApplyToo) {
+  EXPECT_EQ(run_toy({}).timing.warmup, 3);
+  EXPECT_EQ(run_toy({"--quick"}).timing.warmup, 1);
+  EXPECT_EQ(run_toy({"--quick"}).timing.repeats, 20) << "a field the quick value does not name keeps its default";
+  EXPECT_EQ(toy_knobs().quick().timing.warmup, 1) << "quick() is what --quick starts from";
+  EXPECT_EQ(run_toy({"--quick"}).probe.repeats, 4) << "a whole timing, set as one";
+}
+
+TEST(CliQuickConvention, HelpShowsTheDefaultAndTheQuickValueOfEachFlag) {
+  const std::string help = toy_help();
+  EXPECT_NE(help.find("steps (default 100; --quick: 5)"), std::string::npos) << help;
+  EXPECT_NE(help.find("model size: tiny (CPU-friendly) or gpt2 (124M) (default gpt2; --quick: tiny)"),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("learning rate (default 0.001; --quick: 0.001)"), std::string::npos) << help;
+  EXPECT_NE(help.find("one size (default 1; --quick: 1)"), std::string::npos) << "a translated flag, as its text";
+  EXPECT_NE(help.find("T (default 128; on a GPU: 256; --quick: 32; --quick on a GPU: 64)"), std::string::npos)
+      << "a device adaptation's values, where they differ: " << help;
+  EXPECT_NE(help.find("write the plots here\n"), std::string::npos) << "no values for a path empty in every run";
+}
+
+TEST(CliQuickConvention, ADeviceAdaptationChangesTheStartNotAGivenFlag) {
+  const speedlabs::Knobs<ToyConfig> knobs = toy_knobs();
+  EXPECT_EQ(knobs.start(false, c10::Device(c10::kCUDA)).seq, 256);
+  EXPECT_EQ(knobs.start(true, c10::Device(c10::kCUDA)).seq, 64);
+  EXPECT_EQ(knobs.start(true, c10::Device(c10::kCPU)).seq, 32);
 }
