@@ -12,8 +12,16 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "exercise.h"
+#include "fp8_scaling.h"
 
 namespace lab03 {
+
+Config quick_config() {
+  Config config;
+  config.steps = 60;
+  config.batch = 128;
+  return config;
+}
 
 void require_autocast_dtype(const c10::Device& device, c10::ScalarType dtype) {
   if (!speedlabs::autocast_supported(device, dtype)) {
@@ -25,13 +33,6 @@ void require_autocast_dtype(const c10::Device& device, c10::ScalarType dtype) {
 
 // ---------------------------------------------------------------------------------------------------------
 // Training: a small MLP regression, float32 against autocast.
-
-namespace {
-
-struct Data {
-  torch::Tensor x;
-  torch::Tensor y;
-};
 
 Data make_data(const Config& config) {
   torch::manual_seed(config.seed);
@@ -54,12 +55,12 @@ torch::nn::Sequential make_model(const Config& config) {
   return model;
 }
 
+namespace {
+
 double full_loss_fp32(torch::nn::Sequential& model, const Data& data) {
   torch::NoGradGuard no_grad;
   return torch::mse_loss(model->forward(data.x), data.y).item<double>();
 }
-
-constexpr double kLearningRate = 3e-3;
 
 /// Trains a fresh model; precision "fp32" (no autocast), "fp16" (autocast + scaler) or "bf16" (autocast).
 struct TrainResult {
@@ -397,6 +398,7 @@ void run(const Config& config, speedlabs::Report& report) {
   observe_overflow_skipped(lesson, report);
   observe_scale_growth(lesson, report);
   observe_training(lesson, report);
+  observe_fp8_scaling(config, report);
 }
 
 }  // namespace lab03

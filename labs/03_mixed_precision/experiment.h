@@ -4,12 +4,12 @@
 #pragma once
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+#include <torch/nn/modules/container/sequential.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "common/cli.h"
 #include "common/observations.h"
 #include "policy.h"
 
@@ -25,24 +25,27 @@ struct Config {
   uint64_t seed = 0;                       ///< data and initial weights
 };
 
-/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains
-/// fewer steps on fewer examples.
-inline speedlabs::Knobs<Config> knobs() {
-  speedlabs::Knobs<Config> knobs;
-  knobs
-      .flag<std::string>(
-          "--dtype", "autocast dtype for the dtype checks and the policy table",
-          [](const Config& c) { return std::string(c.dtype == c10::kHalf ? "fp16" : "bf16"); },
-          [](Config& c, const std::string& dtype) { c.dtype = dtype == "fp16" ? c10::kHalf : c10::kBFloat16; })
-      .check(CLI::IsMember({"bf16", "fp16"}));
-  knobs.flag("--steps", "training steps per run", &Config::steps).quick(60).check(CLI::Range(1, 100000));
-  knobs.seed_flag(&Config::seed);
-  knobs.setting(&Config::batch).quick(128);
-  return knobs;
-}
+/// The settings --quick uses: 60 steps on 128 examples.
+Config quick_config();
 
-/// What --quick runs before any flag and before the device is chosen (the tests start from it).
-inline Config quick_config() { return knobs().quick(); }
+/// The learning rate of every optimizer the lab runs.
+inline constexpr double kLearningRate = 3e-3;
+
+/// The lab's regression task: inputs x (batch x 16) and targets y (batch x 1), on the config's device.
+struct Data {
+  torch::Tensor x;  ///< inputs
+  torch::Tensor y;  ///< targets
+};
+
+/// The task's data, the same for every run of one seed.
+/// @param config  batch, seed and device
+/// @return        the data
+Data make_data(const Config& config);
+
+/// The lab's MLP (16 -> hidden -> hidden -> 1, tanh), with the same initial weights for every run of one seed.
+/// @param config  hidden, seed and device
+/// @return        the model, on the config's device
+torch::nn::Sequential make_model(const Config& config);
 
 /// Throws UsageError when autocast on @p device cannot compute in @p dtype (measured, not assumed).
 /// @param device  the device
@@ -52,8 +55,8 @@ void require_autocast_dtype(const c10::Device& device, c10::ScalarType dtype);
 /// Runs the whole lab and records autocast_linear_output_dtype, weights_stay_fp32, grads_are_fp32,
 /// policy_matches_chapter, policy_matches_libtorch_cpu_lists, unlisted_ops_keep_input_dtype,
 /// fp16_grads_underflow_without_scaler,
-/// scaler_preserves_small_grads, scaler_skips_inf_step_and_backs_off, scaler_grows_after_interval and
-/// amp_matches_fp32.
+/// scaler_preserves_small_grads, scaler_skips_inf_step_and_backs_off, scaler_grows_after_interval,
+/// amp_matches_fp32, fp8_current_scaling_keeps_range and fp8_delayed_scaling_shares (fp8_scaling.h).
 /// @param config  the knobs
 /// @param report  where the observations go
 void run(const Config& config, speedlabs::Report& report);
