@@ -16,13 +16,6 @@
 
 namespace lab03 {
 
-Config quick_config() {
-  Config config;
-  config.steps = 60;
-  config.batch = 128;
-  return config;
-}
-
 void require_autocast_dtype(const c10::Device& device, c10::ScalarType dtype) {
   if (!speedlabs::autocast_supported(device, dtype)) {
     throw speedlabs::UsageError("autocast to " + dtype_name(dtype) + " does not work on " + device.str() +

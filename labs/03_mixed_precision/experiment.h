@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "policy.h"
 
@@ -25,8 +26,24 @@ struct Config {
   uint64_t seed = 0;                       ///< data and initial weights
 };
 
-/// The settings --quick uses: 60 steps on 128 examples.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains
+/// fewer steps on fewer examples.
+inline speedlabs::Knobs<Config> knobs() {
+  speedlabs::Knobs<Config> knobs;
+  knobs
+      .flag<std::string>(
+          "--dtype", "autocast dtype for the dtype checks and the policy table",
+          [](const Config& c) { return std::string(c.dtype == c10::kHalf ? "fp16" : "bf16"); },
+          [](Config& c, const std::string& dtype) { c.dtype = dtype == "fp16" ? c10::kHalf : c10::kBFloat16; })
+      .check(CLI::IsMember({"bf16", "fp16"}));
+  knobs.flag("--steps", "training steps per run", &Config::steps).quick(60).check(CLI::Range(1, 100000));
+  knobs.seed_flag(&Config::seed);
+  knobs.setting(&Config::batch).quick(128);
+  return knobs;
+}
+
+/// What --quick runs before any flag and before the device is chosen (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// The learning rate of every optimizer the lab runs.
 inline constexpr double kLearningRate = 3e-3;
