@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "common/device.h"
-#include "common/format.h"
+#include "common/table.h"
 #include "exercise.h"
 #ifdef LAB01_ISA_BUILDS
 #include "isa_sums.h"
@@ -30,6 +29,16 @@ double sum_squares_scalar_loop(const double* data, int64_t n) {
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += data[i] * data[i];
   return total;
+}
+
+Config quick_config() {
+  Config config;
+  config.n = 100'000;
+  config.fast = {2, 10, 30, 0.05, 1.0};
+  config.element_loop = {0, 3};
+  config.isa_passes = 256;
+  config.isa = {2, 10, 30, 0.05, 1.0};
+  return config;
 }
 
 std::vector<IsaBuild> isa_builds() {
@@ -53,14 +62,6 @@ namespace {
 enum Variant { kTensorLoop, kScalarLoop, kEigen, kTorch, kUnrolled, kVariants };
 const char* const kNames[kVariants] = {"(a) tensor-indexing loop", "(b) compiled scalar loop", "(c) Eigen squaredNorm",
                                        "(d) libtorch (x*x).sum()", "(e) unrolled partial sums"};
-
-void print_row(const std::string& name, double sum, const speedlabs::TimingStats& t) {
-  using speedlabs::fixed;
-  std::cout << "  " << std::left << std::setw(28) << name << std::right << std::setw(22) << std::setprecision(15) << sum
-            << std::setw(12) << fixed(t.median_ms, 3) << std::setw(12) << fixed(t.min_ms, 3) << std::setw(12)
-            << fixed(t.max_ms, 3) << std::setw(10) << fixed(100 * t.spread(), 0) + "%"
-            << "\n";
-}
 
 // A speed ratio is decided from its per-round values, never from two medians taken at different moments; both
 // sides are CPU-bound, so a busy machine can have moved the ratio by at most its worst slowdown either way.
@@ -103,12 +104,19 @@ Measured measure_variants(const Config& config) {
 void print_variants(const Config& config, const Measured& m) {
   const speedlabs::TimingStats* stats[kVariants] = {&m.slow.sides[0], &m.fast.sides[0], &m.fast.sides[1],
                                                     &m.fast.sides[2], &m.fast.sides[3]};
-  std::cout << "\nSum of squares of " << config.n << " N(0,1) doubles (seed " << config.seed << "), ms per call:\n"
-            << "  " << std::left << std::setw(28) << "variant" << std::right << std::setw(22) << "result"
-            << std::setw(12) << "median" << std::setw(12) << "min" << std::setw(12) << "max" << std::setw(10)
-            << "spread"
-            << "\n";
-  for (int v = 0; v < kVariants; ++v) print_row(kNames[v], m.sums[v], *stats[v]);
+  std::cout << "\nSum of squares of " << config.n << " N(0,1) doubles (seed " << config.seed << "), ms per call:\n";
+  const speedlabs::NumberFormat ms = speedlabs::fixed_digits(3);
+  speedlabs::Table table;
+  table.left("variant", 28).right("result", 22, speedlabs::significant_digits(15));
+  table.right("median", 12, ms)
+      .right("min", 12, ms)
+      .right("max", 12, ms)
+      .right("spread", 10, speedlabs::fixed_digits(0, "%"));
+  for (int v = 0; v < kVariants; ++v) {
+    const speedlabs::TimingStats& t = *stats[v];
+    table.add_row({kNames[v], m.sums[v], t.median_ms, t.min_ms, t.max_ms, 100 * t.spread()});
+  }
+  table.print(std::cout);
 }
 
 void observe_same_result(const Measured& m, speedlabs::Report& report) {
@@ -241,21 +249,20 @@ IsaMeasured measure_isa_builds(const Config& config) {
 }
 
 void print_isa_builds(const Config& config, const IsaMeasured& m) {
-  using speedlabs::fixed;
   std::cout << "\nThe same float sum of " << config.isa_values << " N(0,1) values (in the L1 cache), built for each "
-            << "instruction set; ns per value, median (not on this CPU: " << m.missing << "):\n  " << std::left
-            << std::setw(8) << "build" << std::right << std::setw(7) << "lanes";
-  for (const char* kernel : kIsaKernelNames) std::cout << std::setw(12) << kernel;
-  std::cout << "\n";
+            << "instruction set; ns per value, median (not on this CPU: " << m.missing << "):\n";
+  speedlabs::Table table;
+  table.left("build", 8).right("lanes", 7, speedlabs::fixed_digits(0));
+  for (const char* kernel : kIsaKernelNames) table.right(kernel, 12, speedlabs::fixed_digits(4));
   const double values_per_call = double(config.isa_values) * config.isa_passes;
   for (size_t b = 0; b < m.builds.size(); ++b) {
-    std::cout << "  " << std::left << std::setw(8) << m.builds[b].name << std::right << std::setw(7)
-              << m.builds[b].float_lanes;
+    std::vector<speedlabs::Cell> cells = {m.builds[b].name, double(m.builds[b].float_lanes)};
     for (int kernel = 0; kernel < kIsaKernels; ++kernel) {
-      std::cout << std::setw(12) << fixed(m.timed.sides[m.side(kernel, b)].median_ms * 1e6 / values_per_call, 4);
+      cells.emplace_back(m.timed.sides[m.side(kernel, b)].median_ms * 1e6 / values_per_call);
     }
-    std::cout << "\n";
+    table.add_row(std::move(cells));
   }
+  table.print(std::cout);
 }
 
 void observe_isa_sums_agree(const Config& config, const IsaMeasured& m, speedlabs::Report& report) {
