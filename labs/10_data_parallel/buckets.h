@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "communicator.h"
+#include "common/workers/communicator.h"
 #include "exercise.h"
 
 namespace lab10 {

@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "communicator.h"
+#include "common/workers/communicator.h"
 
 namespace lab10 {
+
+using speedlabs::workers::Communicator;  ///< the workers' collectives and the bytes they sent (common/workers)
 
 /// Some parameters whose gradients travel together in one all-reduce.
 struct Bucket {

@@ -13,8 +13,8 @@
 #include "common/process.h"
 #include "common/sequential.h"
 #include "common/timer.h"
+#include "common/workers/launcher.h"
 #include "datasets/data_files.h"
-#include "launcher.h"
 
 namespace lab10 {
 
@@ -113,7 +113,7 @@ Config quick_config() {
 }
 
 void validate(const Config& config) {
-  validate_launch(config.workers, config.batch, config.hostfile, config.device);
+  speedlabs::workers::validate_launch(config.workers, config.batch, config.hostfile, config.device);
   if (config.micro_batches < 1 || config.batch % config.micro_batches != 0) {
     throw speedlabs::UsageError("--micro-batches " + std::to_string(config.micro_batches) + " must divide --batch " +
                                 std::to_string(config.batch));
@@ -159,12 +159,9 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   spec.bucket_mb = config.bucket_mb;
   spec.modes = modes;
   spec.micro_batches = accumulation ? config.micro_batches : 0;
-  spec.expect_workers = config.faults.claimed_workers > 0 ? config.faults.claimed_workers : workers;
-  spec.device = config.device;
   spec.data_dir = datasets::resolve_data_dir(config.data_dir).string();
-  spec.faults = config.faults;
 
-  Launch launch;
+  speedlabs::workers::Launch launch;
   launch.workers = workers;
   launch.program = config.worker_program;
   launch.mpirun = config.mpirun;
@@ -173,11 +170,13 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   launch.stall = config.stall;
   launch.who = "lab10 worker";
   launch.name = std::to_string(workers) + "-worker job";
+  launch.device = config.device;
+  launch.faults = config.faults;
   std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
             << ", modes:";
   for (const auto& mode : modes) std::cout << " " << mode;
   std::cout << ")" << std::endl;
-  const Launched launched = launch_mpi_job(launch, to_json(spec));
+  const auto launched = speedlabs::workers::launch_mpi_job(launch, to_json(spec));
   JobResult result = result_from_json(launched.result);
   result.contention = launched.contention;
   return result;

@@ -1,7 +1,7 @@
 /// @file labs/10_data_parallel/experiment.h
 /// @brief Lab 10: data-parallel training of the tiny GPT-2 on N MPI workers, checked against one worker.
 ///
-/// The launcher (this file) starts the jobs with mpirun through speedlabs::run_process, reads what rank 0
+/// The launcher (this file) starts the jobs with the workers' launcher (common/workers/launcher.h), reads what rank 0
 /// measured, and turns it into observations; worker.h is what runs inside each worker.
 #pragma once
 #include <cstdint>
@@ -11,10 +11,14 @@
 #include "common/contention.h"
 #include "common/observations.h"
 #include "common/topology.h"
-#include "heartbeat.h"
+#include "common/workers/faults.h"
+#include "common/workers/heartbeat.h"
 #include "worker.h"
 
 namespace lab10 {
+
+using speedlabs::workers::FaultPlan;    ///< deliberate faults of a job, for the tests (common/workers/faults.h)
+using speedlabs::workers::StallLimits;  ///< when the launcher gives up on a silent worker (common/workers/heartbeat.h)
 
 /// The experiment's knobs.
 struct Config {
@@ -33,8 +37,8 @@ struct Config {
   std::string worker_program;     ///< the program mpirun starts ("" = this program, /proc/self/exe)
   std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
   double timeout_s = 900;         ///< a job that runs longer is ended, with every worker
-  StallLimits stall;              ///< ... as is one with a worker whose heartbeat stopped (heartbeat.h)
-  Faults faults;                  ///< deliberate faults, for the tests
+  StallLimits stall;              ///< ... as is one with a worker whose heartbeat stopped (common/workers)
+  FaultPlan faults;               ///< deliberate faults, for the tests
 };
 
 /// --quick: the tiny model, B=8, T=64, 10 steps (seconds on a CPU). 512 tokens a step: enough that the part

@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "communicator.h"
+#include "common/workers/communicator.h"
 
 namespace lab11 {
 
-using lab10::Communicator;  ///< lab 10's engine: all-reduce, reduce-scatter, all-gather, and the bytes they sent
+using speedlabs::workers::Communicator;  ///< the workers' collectives and the bytes they sent (common/workers)
 
 /// Which part of a flat buffer of `numel` elements one worker owns, once padded so the workers divide it.
 struct ShardRange {

@@ -15,8 +15,8 @@
 #include "common/process.h"
 #include "common/sequential.h"
 #include "common/timer.h"
+#include "common/workers/launcher.h"
 #include "datasets/data_files.h"
-#include "launcher.h"
 
 namespace lab11 {
 
@@ -69,24 +69,23 @@ nlohmann::json run_job(const Config& config, int workers, const std::vector<int>
   job.lr = config.lr;
   job.seed = config.seed;
   job.stages = stages;
-  job.expect_workers = workers;
-  job.device = config.device;
   job.data_dir = datasets::resolve_data_dir(config.data_dir).string();
-  job.faults = config.faults;
-  lab10::Launch launch;
+  speedlabs::workers::Launch launch;
   launch.workers = workers;
   launch.program = config.worker_program;
   launch.hostfile = config.hostfile;
   launch.timeout_s = config.timeout_s;
   launch.who = "lab11 worker";
   launch.name = std::to_string(workers) + "-worker job";
+  launch.device = config.device;
+  launch.faults = config.faults;
   std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
             << ", " << (stages == std::vector<int>{-1} ? std::string("plain training") : "stages");
   for (int s : stages) {
     if (s >= 0) std::cout << " " << s;
   }
   std::cout << ")" << std::endl;
-  auto launched = lab10::launch_mpi_job(launch, to_json(job));
+  auto launched = speedlabs::workers::launch_mpi_job(launch, to_json(job));
   contention = launched.contention;
   return launched.result;
 }
@@ -121,7 +120,7 @@ Config quick_config() {
 }
 
 void validate(const Config& config) {
-  lab10::validate_launch(config.workers, config.batch, config.hostfile, config.device);
+  speedlabs::workers::validate_launch(config.workers, config.batch, config.hostfile, config.device);
   if (config.steps < 3)
     throw speedlabs::UsageError("--steps must be at least 3 (the optimizer state is measured after the first)");
   if (config.stage != "all" && (config.stage.size() != 1 || config.stage[0] < '0' || config.stage[0] > '3')) {

@@ -1,8 +1,8 @@
 /// @file labs/11_sharding/experiment.h
-/// @brief Lab 11: ZeRO stages 0-3 of the tiny GPT-2 on N MPI workers (lab 10's engine), checked against one
+/// @brief Lab 11: ZeRO stages 0-3 of the tiny GPT-2 on N MPI workers (common/workers), checked against one
 /// worker: the same losses, the bytes of memory per worker and the bytes sent per step, predicted and measured.
 ///
-/// The launcher (this file) starts the jobs with lab10::launch_mpi_job, reads what rank 0 measured and turns
+/// The launcher (this file) starts the jobs with workers::launch_mpi_job, reads what rank 0 measured and turns
 /// it into observations; zero.h is what runs inside each worker.
 #pragma once
 #include <cstdint>
@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "common/observations.h"
+#include "common/workers/faults.h"
 #include "zero.h"
 
 namespace lab11 {
+
+using speedlabs::workers::FaultPlan;  ///< deliberate faults of a job, for the tests (common/workers/faults.h)
 
 /// The experiment's knobs.
 struct Config {
@@ -30,7 +33,7 @@ struct Config {
   std::string plots_dir;       ///< --plots: write lab11_bytes_per_worker.svg here ("" = no plot)
   std::string worker_program;  ///< the program mpirun starts ("" = this program)
   double timeout_s = 900;      ///< a job that runs longer is ended, with every worker
-  Faults faults;               ///< deliberate faults, for the tests
+  FaultPlan faults;            ///< deliberate faults, for the tests
 };
 
 /// --quick: the tiny model, B=4, T=16, 8 steps per stage.

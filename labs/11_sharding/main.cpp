@@ -4,12 +4,13 @@
 // the workers with mpirun and judges what they measured; started by mpirun with --worker, it is a worker.
 #include "common/cli.h"
 #include "common/files.h"
+#include "common/workers/job_flags.h"
 #include "experiment.h"
-#include "labs/10_data_parallel/job_flags.h"
 #include "zero.h"
 
 int main(int argc, char** argv) {
-  if (const auto code = lab10::worker_role(argc, argv, "lab11", "./lab run 11 --workers N", lab11::worker_main)) {
+  if (const auto code =
+          speedlabs::workers::worker_role(argc, argv, "lab11", "./lab run 11 --workers N", lab11::worker_main)) {
     return *code;
   }
   using lab11::Config;
@@ -19,12 +20,12 @@ int main(int argc, char** argv) {
       {"11", "11_sharding",
        "sharded training, ZeRO stages 0-3: the same losses as one worker, 1/N of the state per worker"},
       [&](CLI::App& app) {
-        lab10::add_workers_flag(app, flags);
+        speedlabs::workers::add_workers_flag(app, flags);
         flags
             .option(app, "--stage", &Config::stage, "ZeRO stage 0, 1, 2 or 3 (stage 0 runs too, the baseline), or all")
             ->check(CLI::IsMember({"0", "1", "2", "3", "all"}));
-        lab10::add_job_size_flags(app, flags, "training steps per stage (at least 3)");
-        lab10::add_hostfile_flag(app, flags);
+        speedlabs::workers::add_job_size_flags(app, flags, "training steps per stage (at least 3)");
+        speedlabs::workers::add_hostfile_flag(app, flags);
         flags.option(app, "--plots", &Config::plots_dir, "write lab11_bytes_per_worker.svg here (gnuplot)");
         flags.data_dir_option(app, &Config::data_dir);
       },

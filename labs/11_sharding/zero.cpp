@@ -2,31 +2,22 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
-#include <csignal>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <thread>
 
 #include "common/errors.h"
-#include "common/files.h"
 #include "common/format.h"
 #include "common/host_memory.h"
+#include "common/workers/harness.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/token_cache.h"
-#include "mpi_communicator.h"
-#include "worker.h"
-#ifdef SPEEDLABS_LAB10_NCCL  // defined only against a CUDA libtorch with NCCL (lab 10's CMakeLists.txt)
-#include "nccl_communicator.h"
-#endif
 
 namespace lab11 {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Faults, kill_rank, kill_step)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job, model, batch, seq, steps, lr, seed, stages, expect_workers, device, data_dir,
-                                   out_path, faults)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Job, model, batch, seq, steps, lr, seed, stages, data_dir)
 
 nlohmann::json to_json(const Job& job) { return job; }
 
@@ -86,10 +77,7 @@ namespace {
 
 using speedlabs::fixed;
 using speedlabs::gpt::GPT;
-using Clock = std::chrono::steady_clock;
-
-using lab10::finish_queued_work;
-using lab10::ms_since;
+using speedlabs::workers::Engine;
 
 int64_t live_bytes() { return speedlabs::host_memory_stats().live_bytes; }
 
@@ -98,8 +86,8 @@ int64_t live_bytes() { return speedlabs::host_memory_stats().live_bytes; }
 // that block's weights gathered (stage 3) and its gradient reduce-scattered as soon as it is complete (stages
 // 2 and 3). Returns this worker's loss; leaves in @p grads each unit's gradient averaged over the workers:
 // the whole padded unit at stages 0 and 1 (all-reduced after backward), this worker's shard at stages 2 and 3.
-double forward_backward(GPT& model, std::vector<FlatUnit>& units, int stage, lab10::Communicator& comm,
-                        const torch::Tensor& x, const torch::Tensor& y, std::vector<torch::Tensor>& grads) {
+double forward_backward(GPT& model, std::vector<FlatUnit>& units, int stage, Communicator& comm, const torch::Tensor& x,
+                        const torch::Tensor& y, std::vector<torch::Tensor>& grads) {
   const int workers = comm.size();
   FlatUnit& root = units[0];  // wte (also the LM head), wpe, ln_f
   const auto gather = [&](FlatUnit& unit) {
@@ -183,7 +171,7 @@ struct StageTrace {
 // (libtorch's AdamW on every weight), at stages 1-3 the sharded AdamW on this worker's shard of each unit.
 void optimizer_step(GPT& model, std::vector<FlatUnit>& units, int stage, const std::vector<torch::Tensor>& grads,
                     std::optional<torch::optim::AdamW>& adamw, std::vector<AdamWShard>& states,
-                    const AdamWSettings& settings, lab10::Communicator& engine) {
+                    const AdamWSettings& settings, Communicator& engine) {
   torch::NoGradGuard no_grad;
   for (size_t u = 0; u < units.size(); ++u) {
     FlatUnit& unit = units[u];
@@ -235,23 +223,25 @@ std::vector<FlatUnit> units_at_rest(GPT& model, int stage, int rank, int workers
 }
 
 // Measurement, outside the timed step: the global batch's loss, and whether the weights agree.
-void record_loss_and_sync(GPT& model, int stage, double loss, lab10::MpiCommunicator& comm, StageTrace& trace) {
+void record_loss_and_sync(GPT& model, int stage, double loss, speedlabs::workers::MpiCommunicator& comm,
+                          StageTrace& trace) {
   trace.losses.push_back(comm.sum(loss) / comm.size());
   if (stage < 3) {
-    const auto [low, high] = comm.min_max(lab10::weights_checksum(model->parameters()));
+    const auto [low, high] = comm.min_max(speedlabs::workers::weights_checksum(model->parameters()));
     trace.in_sync.push_back(low == high);
   }
 }
 
 // Trains job.steps steps at @p stage (-1: one worker's plain training, the reference) from the seed's weights.
-StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10::Communicator& engine,
-                 const torch::Device& device, const std::vector<int32_t>& tokens) {
+StageTrace train(const Job& job, int stage, const Engine& engine, const std::vector<int32_t>& tokens) {
+  auto& comm = engine.control;
+  const torch::Device device = engine.device;
   const int workers = comm.size(), rank = comm.rank();
-  const int64_t rows = job.batch / workers;
+  const int64_t rows = speedlabs::workers::rows_per_worker(job.batch, workers);
   const int64_t base = live_bytes();
   torch::manual_seed(job.seed);
-  GPT model(speedlabs::gpt::GPTConfig::by_name(job.model));
-  lab10::check_workers_agree(job.expect_workers, job.batch, job.seq, model, comm);
+  GPT model(engine.model_config(job.model));
+  speedlabs::workers::check_workers_agree(job.batch, job.seq, model, comm);
   model->to(device);
   std::vector<FlatUnit> units = units_at_rest(model, stage, rank, workers);
   std::optional<torch::optim::AdamW> adamw;
@@ -264,15 +254,13 @@ StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10:
   StageTrace trace;
   std::vector<int64_t> rest, gradients, peak;
   for (int step = 0; step < job.steps; ++step) {
-    if (rank == job.faults.kill_rank && step == job.faults.kill_step) std::raise(SIGKILL);
     const auto batch = loader.next_batch();
     const auto x = batch.x.narrow(0, rank * rows, rows).to(device);
     const auto y = batch.y.narrow(0, rank * rows, rows).to(device);
     rest.push_back(live_bytes());
     speedlabs::reset_host_memory_peak();
-    const int64_t sent_before = engine.bytes_sent();
-    comm.take_mpi_seconds();
-    const auto start = Clock::now();
+    const int64_t sent_before = engine.gradients.bytes_sent();
+    const auto clock = engine.start_step(step);
     double loss = 0;
     if (stage < 0) {
       const auto l = model->forward(x, y).loss;
@@ -283,14 +271,14 @@ StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10:
       adamw->zero_grad();
     } else {
       std::vector<torch::Tensor> grads;
-      loss = forward_backward(model, units, stage, engine, x, y, grads);
+      loss = forward_backward(model, units, stage, engine.gradients, x, y, grads);
       gradients.push_back(live_bytes() - rest.back());
-      optimizer_step(model, units, stage, grads, adamw, states, settings, engine);
+      optimizer_step(model, units, stage, grads, adamw, states, settings, engine.gradients);
     }
-    finish_queued_work(device);
-    trace.step_ms.push_back(ms_since(start));
-    trace.comm_ms.push_back(comm.take_mpi_seconds() * 1000);
-    trace.bytes_sent.push_back(static_cast<double>(engine.bytes_sent() - sent_before));
+    const auto time = clock.stop();
+    trace.step_ms.push_back(time.ms);
+    trace.comm_ms.push_back(time.comm_ms);
+    trace.bytes_sent.push_back(static_cast<double>(engine.gradients.bytes_sent() - sent_before));
     peak.push_back(speedlabs::host_memory_stats().peak_bytes - base);
 
     record_loss_and_sync(model, stage, loss, comm, trace);
@@ -303,13 +291,13 @@ StageTrace train(const Job& job, int stage, lab10::MpiCommunicator& comm, lab10:
   return trace;
 }
 
-nlohmann::json run_stages(const Job& job, lab10::MpiCommunicator& comm, lab10::Communicator& engine,
-                          const torch::Device& device) {
+nlohmann::json run_stages(const Job& job, const Engine& engine) {
+  auto& comm = engine.control;
   const auto tokens = datasets::load_shakespeare_tokens(job.data_dir).ids;
   nlohmann::json result{{"workers", comm.size()}, {"cores", std::thread::hardware_concurrency()}};
   for (int stage : job.stages) {
     if (stage < -1 || stage > 3) throw speedlabs::UsageError("unknown stage " + std::to_string(stage));
-    const StageTrace trace = train(job, stage, comm, engine, device, tokens);
+    const StageTrace trace = train(job, stage, engine, tokens);
     result["stages"][std::to_string(stage)] = {{"losses", trace.losses},         {"step_ms", trace.step_ms},
                                                {"comm_ms", trace.comm_ms},       {"in_sync", trace.in_sync},
                                                {"bytes_sent", trace.bytes_sent}, {"memory", trace.memory}};
@@ -325,33 +313,12 @@ nlohmann::json run_stages(const Job& job, lab10::MpiCommunicator& comm, lab10::C
 
 }  // namespace
 
-int worker_main(int argc, char** argv, const std::string& spec_text) {
+int worker_main(int argc, char** argv, const std::string& envelope_text) {
   speedlabs::install_host_memory_counter();  // before any tensor: every CPU tensor of the worker is counted
-  return lab10::run_mpi_worker(argc, argv, "lab11 worker", [&](lab10::MpiCommunicator& comm) {
-    Job job;
-    try {
-      job = nlohmann::json::parse(spec_text).get<Job>();
-    } catch (const nlohmann::json::exception& e) {
-      throw speedlabs::UsageError(std::string("a worker's job description is not valid: ") + e.what());
-    }
-    if (job.batch % comm.size() != 0) {
-      throw speedlabs::UsageError("the global batch " + std::to_string(job.batch) + " does not split evenly over " +
-                                  std::to_string(comm.size()) + " workers");
-    }
-    nlohmann::json result;
-    if (job.device == "cpu") {
-      result = run_stages(job, comm, comm, torch::Device(torch::kCPU));
-    } else {
-#ifdef SPEEDLABS_LAB10_NCCL
-      const torch::Device gpu = lab10::NcclCommunicator::use_local_gpu(comm.local_rank());
-      lab10::NcclCommunicator nccl(comm);
-      result = run_stages(job, comm, nccl, gpu);
-#else
-      throw speedlabs::UsageError("no engine for device '" + job.device + "' in this build (cuda needs lab 10's NCCL path)");
-#endif
-    }
-    if (comm.rank() == 0) speedlabs::write_file_atomically(job.out_path, result.dump(1) + "\n");
-  });
+  return speedlabs::workers::run_mpi_worker(argc, argv, "lab11 worker", envelope_text,
+                                            [](const nlohmann::json& job, Engine& engine) {
+                                              return run_stages(speedlabs::workers::job_from_json<Job>(job), engine);
+                                            });
 }
 
 }  // namespace lab11

@@ -1,9 +1,9 @@
 /// @file labs/11_sharding/zero.h
-/// @brief What every lab 11 worker runs: the tiny GPT-2 trained at ZeRO stage 0, 1, 2 or 3 on lab 10's engine,
+/// @brief What every lab 11 worker runs: the tiny GPT-2 trained at ZeRO stage 0, 1, 2 or 3 on the workers' engine,
 /// with its memory counted by lab 08's counting allocator and its bytes by the communicator.
 ///
-/// The launcher (experiment.h) starts the workers with lab 10's launch_mpi_job and passes them a Job as
-/// JSON; rank 0 writes what they measured, and the launcher judges it.
+/// The launcher (experiment.h) starts the workers with launch_mpi_job (common/workers/launcher.h) and passes
+/// them a Job as JSON; rank 0's measurements go back to the launcher, which judges them.
 #pragma once
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
@@ -38,12 +38,6 @@ bool has_full_storage(const torch::Tensor& full);
 /// @param workers N
 std::vector<FlatUnit> make_units(speedlabs::gpt::GPT& model, int rank, int workers);
 
-/// Deliberate faults, for the tests of the fault handling only.
-struct Faults {
-  int kill_rank = -1;  ///< this rank kills itself (SIGKILL) at the start of step kill_step of each stage
-  int kill_step = -1;  ///< the step of kill_rank's death
-};
-
 /// One job: what to train, at which stages, on how many workers.
 struct Job {
   std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset
@@ -53,23 +47,20 @@ struct Job {
   double lr = 1e-3;            ///< AdamW learning rate
   uint64_t seed = 42;          ///< initial weights and batches (the same for every stage and job)
   std::vector<int> stages;     ///< -1: one worker, plain training (the reference); 0-3: ZeRO stages, in this order
-  int expect_workers = 1;      ///< the world size the launcher started (checked against MPI's)
-  std::string device = "cpu";  ///< "cpu" (MPI) or "cuda" (one GPU per worker, NCCL)
   std::string data_dir;        ///< where tiny shakespeare is
-  std::string out_path;        ///< rank 0 writes the measurements here (set by the launcher)
-  Faults faults;               ///< none by default
 };
 
-/// The job as JSON (the one argv entry after --worker).
+/// The job as JSON (the job in the launcher's envelope).
 /// @param job the job
 nlohmann::json to_json(const Job& job);
 
-/// A worker's main(): lab 10's run_mpi_worker around the job's stages; rank 0 writes, per stage, the
-/// losses, step times, weights-in-sync flags, bytes sent per step and the bytes of memory measured.
-/// @param argc      main's argc
-/// @param argv      main's argv
-/// @param spec_text the Job as JSON text
+/// A worker's main(): the workers' harness (run_mpi_worker, common/workers/harness.h) around the job's stages;
+/// rank 0's result holds, per stage, the losses, step times, weights-in-sync flags, bytes sent per step and the
+/// bytes of memory measured.
+/// @param argc          main's argc
+/// @param argv          main's argv
+/// @param envelope_text the argv entry after --worker (the Job inside the launcher's envelope)
 /// @return 0 (errors leave through MPI_Abort with the lab's exit code)
-int worker_main(int argc, char** argv, const std::string& spec_text);
+int worker_main(int argc, char** argv, const std::string& envelope_text);
 
 }  // namespace lab11

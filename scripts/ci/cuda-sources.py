@@ -4,7 +4,7 @@
   cuda-sources.py BUILD_DIR     (only sources that BUILD_DIR/compile_commands.json compiles)
 
 A source differs when it, or a project header it includes (directly or through other project headers),
-tests SPEEDLABS_TORCH_HAS_CUDA (or SPEEDLABS_LAB10_NCCL, defined only with it, or SPEEDLABS_LAB12_CUDA_KERNEL) or includes a CUDA header
+tests SPEEDLABS_TORCH_HAS_CUDA (or SPEEDLABS_NCCL, defined only with it, or SPEEDLABS_LAB12_CUDA_KERNEL) or includes a CUDA header
 of libtorch (<c10/cuda/...>, <ATen/cuda/...>); every .cu file is listed too. Every other source compiles to the same code against either libtorch, and
 the CPU build has already compiled it, so CI's CUDA compile check builds just these.
 Standard library only.
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("common", "datasets", "labs", "solutions", "tests")
 # SPEEDLABS_LAB12_CUDA_KERNEL: defined where nvcc builds lab 12's kernel, as in this check; a CPU build without nvcc
 # never compiles the code that calls it.
-MARKER = re.compile(r"SPEEDLABS_TORCH_HAS_CUDA|SPEEDLABS_LAB10_NCCL|SPEEDLABS_LAB12_CUDA_KERNEL|#\s*include\s*<(c10|ATen)/cuda/")
+MARKER = re.compile(r"SPEEDLABS_TORCH_HAS_CUDA|SPEEDLABS_NCCL|SPEEDLABS_LAB12_CUDA_KERNEL|#\s*include\s*<(c10|ATen)/cuda/")
 INCLUDE = re.compile(r'#\s*include\s*"([^"]+)"')
 
 

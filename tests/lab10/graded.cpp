@@ -18,7 +18,7 @@
 #include "datasets/data_files.h"
 #include "exercise.h"
 #include "experiment.h"
-#include "recording_communicator.h"
+#include "tests/common/workers/recording_communicator.h"
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
 #include "tests/support/mpi_jobs.h"
@@ -27,9 +27,9 @@
 namespace {
 
 using lab10::GradientBuckets;
-using lab10::testing::RecordingCommunicator;
 using speedlabs::testing::numbers_close;
 using speedlabs::testing::tensors_close;
+using speedlabs::workers::testing::RecordingCommunicator;
 
 // The graded jobs of 2 MPI workers: the tiny model at B=4, T=16, where a step is short and the all-reduce a
 // large part of it (the speed grade's rule in docs/grading.md is stated for this size).

@@ -16,7 +16,7 @@
 #include "common/topology.h"
 #include "datasets/data_files.h"
 #include "experiment.h"
-#include "recording_communicator.h"
+#include "tests/common/workers/recording_communicator.h"
 #include "tests/support/data.h"
 #include "tests/support/mpi_jobs.h"
 #include "tests/support/timed.h"
@@ -228,7 +228,7 @@ TEST_F(Lab10ScalingRule, IsReportedWhereThisMachinesCoresSayNothing) {
 }
 
 TEST(Lab10Buckets, FollowBackwardOrderAndTheSizeLimit) {
-  lab10::testing::RecordingCommunicator comm;
+  speedlabs::workers::testing::RecordingCommunicator comm;
   const std::vector<torch::Tensor> params{torch::zeros({6}), torch::zeros({4}), torch::zeros({5}), torch::zeros({20})};
   const auto layout = lab10::make_gradient_buckets(params, 40, comm);  // at most 10 floats, unless one is larger
   ASSERT_EQ(layout.buckets.size(), 3u);
@@ -274,7 +274,7 @@ TEST(Lab10Validate, RejectsABucketSizeThatIsNoSizeInBytes) {
 // --device cuda needs the NCCL path and a GPU per worker; where either is missing it stops before a worker
 // starts. (With both, Lab10Gpu runs it.)
 TEST(Lab10Validate, AGpuRunWithoutNcclOrAGpuPerWorkerIsAUsageError) {
-#ifdef SPEEDLABS_LAB10_NCCL
+#ifdef SPEEDLABS_NCCL
   if (torch::cuda::device_count() >= 2) GTEST_SKIP() << "this machine can run 2 NCCL workers: Lab10Gpu does";
 #endif
   lab10::Config config;

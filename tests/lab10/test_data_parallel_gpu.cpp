@@ -13,7 +13,7 @@ namespace {
 using speedlabs::Verdict;
 
 TEST(Lab10Gpu, TwoNcclWorkersGiveTheLossesOfOneAndStayInSync) {
-#ifndef SPEEDLABS_LAB10_NCCL
+#ifndef SPEEDLABS_NCCL
   GTEST_SKIP() << "this build has no NCCL path (a CPU libtorch, or no nccl.h beside the CUDA one)";
 #else
   if (torch::cuda::device_count() < 2) GTEST_SKIP() << "NCCL needs a GPU per worker: fewer than 2 GPUs here";

@@ -11,7 +11,7 @@
 #include "common/errors.h"
 #include "exercise.h"
 #include "experiment.h"
-#include "tests/lab10/recording_communicator.h"
+#include "tests/common/workers/recording_communicator.h"
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
 #include "tests/support/mpi_jobs.h"
@@ -19,9 +19,9 @@
 
 namespace {
 
-using lab10::testing::RecordingCommunicator;
 using speedlabs::testing::numbers_close;
 using speedlabs::testing::tensors_close;
+using speedlabs::workers::testing::RecordingCommunicator;
 
 TEST(Lab11_shard_range, PadsToAMultipleOfTheWorkersAndGivesEachItsSlice) {
   const auto r0 = lab11::shard_range(10, 0, 4), r3 = lab11::shard_range(10, 3, 4);

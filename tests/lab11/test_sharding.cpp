@@ -162,10 +162,10 @@ TEST(Lab11Formulas, TheStagesSaveAndSendWhatTheLessonSays) {
 
 namespace {
 
-// On GPUs: two workers, each on its own GPU, the collectives over NCCL. Skipped without lab 10's NCCL path (a
+// On GPUs: two workers, each on its own GPU, the collectives over NCCL. Skipped without the workers' NCCL path (a
 // CPU libtorch) or without two GPUs; compiled in CI's CUDA check either way.
 TEST(Lab11Gpu, TwoNcclWorkersGiveTheLossesOfOneAtEveryStage) {
-#ifndef SPEEDLABS_LAB10_NCCL
+#ifndef SPEEDLABS_NCCL
   GTEST_SKIP() << "this build has no NCCL path (a CPU libtorch, or no nccl.h beside the CUDA one)";
 #else
   if (torch::cuda::device_count() < 2) GTEST_SKIP() << "NCCL needs a GPU per worker: fewer than 2 GPUs here";

@@ -1,5 +1,5 @@
-/// @file labs/10_data_parallel/mpi_communicator.h
-/// @brief The lab's engine: the Communicator on MPI (Open MPI from the system's packages).
+/// @file common/workers/mpi_communicator.h
+/// @brief The workers' engine: the Communicator on MPI (Open MPI from the system's packages).
 #pragma once
 #include <mpi.h>
 #include <torch/torch.h>
@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "communicator.h"
+#include "common/workers/communicator.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 /// The MPI implementation: one process per worker, started by mpirun (MPI_COMM_WORLD).
 ///
@@ -71,4 +71,4 @@ class MpiCommunicator : public Communicator {
   double mpi_seconds_ = 0;
 };
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

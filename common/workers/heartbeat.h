@@ -1,4 +1,4 @@
-/// @file labs/10_data_parallel/heartbeat.h
+/// @file common/workers/heartbeat.h
 /// @brief How the launcher tells a stalled worker from one waiting for it: every worker beats, the launcher
 /// listens.
 ///
@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 /// The environment variable that gives the workers the heartbeat folder (mpirun passes it on).
 inline constexpr const char* kHeartbeatEnv = "SPEEDLABS_HEARTBEAT_DIR";
@@ -76,4 +76,4 @@ class HeartbeatWatch {
   std::thread watching_;
 };
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

@@ -1,4 +1,4 @@
-#include "heartbeat.h"
+#include "common/workers/heartbeat.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 
 #include "common/format.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 namespace {
 
@@ -124,4 +124,4 @@ std::string HeartbeatWatch::check_silences() {
   return "";
 }
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

@@ -1,18 +1,18 @@
-/// @file labs/10_data_parallel/nccl_communicator.h
+/// @file common/workers/nccl_communicator.h
 /// @brief The GPU engine: the Communicator on NCCL, one GPU per worker, bootstrapped over MPI.
 ///
 /// Compiled only against a CUDA libtorch with NCCL's header (the nvidia-nccl wheel beside the CUDA torch):
-/// then SPEEDLABS_LAB10_NCCL is defined. MPI stays the control plane (the start, the losses, the weight
+/// then SPEEDLABS_NCCL is defined. MPI stays the control plane (the start, the losses, the weight
 /// checksums, the faults); NCCL moves the gradients, GPU to GPU, as PyTorch's DDP does with c10d.
 #pragma once
 #include <torch/torch.h>
 
 #include <memory>
 
-#include "communicator.h"
-#include "mpi_communicator.h"
+#include "common/workers/communicator.h"
+#include "common/workers/mpi_communicator.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 /// NCCL's all-reduce on the worker's own GPU, on a stream of its own.
 ///
@@ -56,4 +56,4 @@ class NcclCommunicator : public Communicator {
   int size_ = 1;
 };
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

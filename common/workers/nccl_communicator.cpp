@@ -1,4 +1,4 @@
-#include "nccl_communicator.h"
+#include "common/workers/nccl_communicator.h"
 
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -11,7 +11,7 @@
 
 #include "common/errors.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 namespace {
 
@@ -141,4 +141,4 @@ void NcclCommunicator::all_gather_into(const torch::Tensor& full) {
   });
 }
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

@@ -1,4 +1,4 @@
-#include "launcher.h"
+#include "common/workers/launcher.h"
 
 #include <torch/cuda.h>
 
@@ -17,7 +17,7 @@
 #include "common/format.h"
 #include "common/process.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 namespace {
 
@@ -65,7 +65,7 @@ void validate_launch(int workers, int64_t batch, const std::string& hostfile, co
     throw speedlabs::UsageError("--hostfile " + hostfile + " is not a file");
   }
   if (device == "cuda") {
-#ifdef SPEEDLABS_LAB10_NCCL
+#ifdef SPEEDLABS_NCCL
     const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
     if (hostfile.empty() && gpus < workers) {
       throw speedlabs::UsageError("--device cuda: NCCL needs one GPU per worker; this machine has " +
@@ -73,16 +73,21 @@ void validate_launch(int workers, int64_t batch, const std::string& hostfile, co
     }
 #else
     throw speedlabs::UsageError(
-        "--device cuda needs lab 10's NCCL path, built only against a CUDA libtorch with "
+        "--device cuda needs the workers' NCCL path, built only against a CUDA libtorch with "
         "NCCL's header (the nvidia-nccl wheel); this build has none");
 #endif
   }
 }
 
-Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
+Launched launch_mpi_job(const Launch& launch, const nlohmann::json& job) {
   const JobFolder folder;
   const auto out_path = folder.path / "result.json";
-  spec["out_path"] = out_path.string();
+  const int told_workers = launch.faults.claimed_workers > 0 ? launch.faults.claimed_workers : launch.workers;
+  const nlohmann::json envelope{{"job", job},
+                                {"device", launch.device},
+                                {"workers", told_workers},
+                                {"faults", launch.faults},
+                                {"out_path", out_path.string()}};
   std::string program = launch.program;
   if (program.empty()) {
     std::error_code error;
@@ -98,7 +103,7 @@ Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
   } else {  // one machine: keep every socket, MPI's and its launcher's, on the loopback interface
     argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"});
   }
-  argv.insert(argv.end(), {program, "--worker", spec.dump()});
+  argv.insert(argv.end(), {program, "--worker", envelope.dump()});
 
   speedlabs::ProcessOptions options;
   options.timeout_s = launch.timeout_s;
@@ -135,4 +140,4 @@ Launched launch_mpi_job(const Launch& launch, nlohmann::json spec) {
   return launched;
 }
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

@@ -1,4 +1,4 @@
-#include "mpi_communicator.h"
+#include "common/workers/mpi_communicator.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 
 #include "common/errors.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 namespace {
 
@@ -141,4 +141,4 @@ double MpiCommunicator::take_mpi_seconds() {
   return seconds;
 }
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

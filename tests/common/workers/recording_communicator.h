@@ -1,4 +1,4 @@
-/// @file tests/lab10/recording_communicator.h
+/// @file tests/common/workers/recording_communicator.h
 /// @brief A Communicator in one process for the tests: it records every all-reduce started and, when
 /// one is waited for, adds what the other workers would have sent.
 #pragma once
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "communicator.h"
+#include "common/workers/communicator.h"
 
-namespace lab10::testing {
+namespace speedlabs::workers::testing {
 
 /// Pretends to be rank 0 of @p size workers, the others holding `peer_factor` times this worker's
 /// gradients: a sum then equals (1 + (size - 1) * peer_factor) times the buffer as it was at the start.
@@ -73,4 +73,4 @@ class RecordingCommunicator : public Communicator {
   double peer_factor_;
 };
 
-}  // namespace lab10::testing
+}  // namespace speedlabs::workers::testing

@@ -1,4 +1,4 @@
-/// @file labs/10_data_parallel/communicator.h
+/// @file common/workers/communicator.h
 /// @brief How a worker talks to the other workers: an all-reduce that starts now and is waited for later,
 /// and the two halves of a ring all-reduce on their own (reduce-scatter, all-gather) that lab 11's sharding uses.
 ///
@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 /// The collective calls of data parallel (an all-reduce started now, waited for later) and of sharded
 /// training (reduce-scatter, all-gather), and the bytes they sent.
@@ -60,4 +60,4 @@ class Communicator {
   int64_t bytes_sent_ = 0;
 };
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

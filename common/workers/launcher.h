@@ -1,7 +1,7 @@
-/// @file labs/10_data_parallel/launcher.h
+/// @file common/workers/launcher.h
 /// @brief Starting a job of MPI workers from the lab's own program, and reading what rank 0 wrote.
 ///
-/// The worker side is run_mpi_worker (worker.h). Labs 10 and 11 start their jobs with this.
+/// The worker side is run_mpi_worker (common/workers/harness.h). Labs 10 and 11 start their jobs with this.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -9,9 +9,10 @@
 #include <string>
 
 #include "common/contention.h"
-#include "heartbeat.h"
+#include "common/workers/faults.h"
+#include "common/workers/heartbeat.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 /// How to start one job.
 struct Launch {
@@ -23,6 +24,8 @@ struct Launch {
   StallLimits stall;              ///< ... or once a worker's heartbeat stopped for this long (heartbeat.h)
   std::string who;                ///< how a worker names itself in its error line, e.g. "lab11 worker" (run_mpi_worker)
   std::string name;               ///< the job in messages, e.g. "2-worker job"
+  std::string device = "cpu";     ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
+  FaultPlan faults;               ///< deliberate faults, for the tests of the fault handling only
 };
 
 /// What rank 0 wrote, and how busy the machine was meanwhile.
@@ -43,14 +46,15 @@ struct Launched {
 void validate_launch(int workers, int64_t batch, const std::string& hostfile, const std::string& device);
 
 /// Starts `mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np N (--hostfile F | loopback only)
-/// PROGRAM --worker SPEC`, with @p spec's "out_path" set to a file that rank 0 writes in the job's own
-/// temporary folder (removed after), waits at most launch.timeout_s, watching the workers' heartbeats
+/// PROGRAM --worker ENVELOPE`, the envelope (JSON, read by run_mpi_worker, harness.h) holding @p job, the
+/// device, the world size, the faults and a file that rank 0 writes in the job's own temporary folder
+/// (removed after), waits at most launch.timeout_s, watching the workers' heartbeats
 /// (heartbeat.h) in that folder, and prints the job's output. Throws speedlabs::UsageError when the workers
 /// stopped with a usage error (exit 2), NotImplementedError when an exercise is a stub (exit 4), and
 /// RuntimeFailure, with mpirun's account of which worker died, for anything else (a killed worker, a
 /// timeout, a worker whose heartbeat stopped, named).
 /// @param launch how to start it
-/// @param spec   the job, passed to every worker as JSON
-Launched launch_mpi_job(const Launch& launch, nlohmann::json spec);
+/// @param job    the lab's job, passed to every worker as JSON
+Launched launch_mpi_job(const Launch& launch, const nlohmann::json& job);
 
-}  // namespace lab10
+}  // namespace speedlabs::workers

@@ -1,6 +1,6 @@
-/// @file labs/10_data_parallel/job_flags.h
-/// @brief What the programs of labs 10 and 11 share before their experiment runs: the worker role, and the
-/// flags of a job of MPI workers (each added where its lab lists it, so each --help keeps its order).
+/// @file common/workers/job_flags.h
+/// @brief What a lab program with MPI workers (labs 10 and 11) does before its experiment runs: the worker
+/// role, and the flags of a job of MPI workers (each added where its lab lists it, so each --help keeps its order).
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "common/cli.h"
 #include "common/errors.h"
 
-namespace lab10 {
+namespace speedlabs::workers {
 
 /// main()'s first step: one program, two roles. Started by mpirun with `--worker SPEC`, this process is a
 /// worker and returns @p worker_main's code; started by mpirun any other way, it says how to run the lab
@@ -53,4 +53,4 @@ void add_hostfile_flag(CLI::App& app, speedlabs::ConfigFlags<Config>& flags) {
       ->check(CLI::ExistingFile);
 }
 
-}  // namespace lab10
+}  // namespace speedlabs::workers
