@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI's check of the code's shape (README, "Keeping the shape"): every C++ and CUDA source formatted as
 # .clang-format says, no function in labs/, common/, datasets/ or solutions/ longer than 80 lines (lizard,
-# from PyPI, in its own venv under .cache/), no source file there longer than 450 lines, and no Python or shell
-# script under scripts/ (nor the ./lab driver) longer than 400 lines.
+# from PyPI, in its own venv under .cache/), no source file there longer than 450 lines, no Python or shell script
+# under scripts/ (nor the ./lab driver) longer than 400 lines, and no source there that includes another lab's header
+# other than its exercise.h.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -42,3 +43,22 @@ while IFS= read -r -d '' file; do
 done < <(git ls-files -z scripts lab | grep -z -E '\.(py|sh)$|^lab$')
 ((long == 0)) || exit 1
 echo "script length: no Python or shell script under scripts/, nor ./lab, longer than 400 lines"
+
+# A lab includes from another lab only its exercise.h (what a later lab runs of a student's code); anything else two
+# labs share lives in common/ (DESIGN.md). From outside lab NN's folders labs/NN_x/ and solutions/NN_x/, an include
+# of labs/NN_x/... or solutions/NN_x/... may name only labs/NN_x/exercise.h. (A bare include of another lab's file
+# is caught by the build: a lab's include path is its own folder.)
+foreign=0
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  include=$(sed -E 's/^[^:]*:[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$hit")
+  own=$(sed -nE 's#^(labs|solutions)/([^/]+)/.*#\2#p' <<<"$file")
+  folder=$(sed -E 's#^(labs|solutions)/([^/]+)/.*#\2#' <<<"$include")
+  if [[ "$folder" != "$own" && "$include" != "labs/$folder/exercise.h" ]]; then
+    echo "$(cut -d: -f1,2 <<<"$hit"): includes $include, lab $folder's own header: include only its exercise.h, or move what is shared to common/" >&2
+    foreign=1
+  fi
+done < <(git ls-files -z labs common datasets solutions | grep -z -E '\.(cpp|h|cu|cuh)$' |
+  xargs -0 grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(labs|solutions)/' || true)
+((foreign == 0)) || exit 1
+echo "lab includes: from another lab, only its exercise.h (labs/, solutions/, common/, datasets/)"
