@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/table.h"
 #include "exercise.h"
 #include "fp8.h"
 #include "low_precision_updates.h"
@@ -202,18 +203,17 @@ std::vector<FormatRow> format_table(Library library) {
 }
 
 void print_format_table(const std::vector<FormatRow>& rows, std::ostream& out) {
-  out << "\nNumber formats (max and smallest normal from std::numeric_limits, epsilon from arithmetic in the type):\n"
-      << "  " << std::left << std::setw(8) << "format" << std::setw(12) << "s/e/m bits" << std::setw(7) << "bytes"
-      << std::setw(15) << "max" << std::setw(16) << "smallest normal" << std::setw(14) << "epsilon"
-      << "from\n";
+  out << "\nNumber formats (max and smallest normal from std::numeric_limits, epsilon from arithmetic in the type):\n";
+  speedlabs::Table table;
+  table.left("format", 8).left("s/e/m bits", 12).left("bytes", 7, speedlabs::fixed_digits(0)).left("max", 15);
+  table.left("smallest normal", 16).left("epsilon", 14).left("from", 0);
   for (const auto& r : rows) {
     std::ostringstream bits;
     bits << r.sign_bits << "/" << r.exponent_bits << "/" << r.mantissa_bits;
-    out << "  " << std::setw(8) << r.name << std::setw(12) << bits.str() << std::setw(7) << r.storage_bytes
-        << std::setw(15) << text(r.max) << std::setw(16) << text(r.smallest_normal) << std::setw(14) << text(r.epsilon)
-        << r.source << "\n";
+    table.add_row(
+        {r.name, bits.str(), double(r.storage_bytes), text(r.max), text(r.smallest_normal), text(r.epsilon), r.source});
   }
-  out << std::right;
+  table.print(out);
 }
 
 float round_in_tensor(float x, c10::ScalarType dtype) {

@@ -4,12 +4,12 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
 #include <set>
 #include <sstream>
 
 #include "common/autocast_guard.h"
+#include "common/table.h"
 #include "probes.h"
 
 namespace lab03 {
@@ -107,13 +107,11 @@ void print_policy_table(const std::vector<PolicyRow>& rows, const c10::Device& d
   std::cout << "\nAutocast policy measured on " << device.str() << " with dtype " << dtype_name(dtype)
             << " (inputs: all float32 / all " << dtype_name(dtype) << " / first float32, rest " << dtype_name(dtype)
             << ")\n";
-  std::cout << std::left << std::setw(34) << "op" << std::setw(9) << "chapter" << std::setw(10) << "fp32 in"
-            << std::setw(10) << "low in" << std::setw(10) << "mixed in" << std::setw(10) << "measured" << std::setw(6)
-            << "=ch?";
-  if (cpu)
-    std::cout << std::setw(45) << "libtorch CPU rule -> policy"
-              << "=lib?";
-  std::cout << "\n" << std::string(cpu ? 139 : 89, '-') << "\n";
+  speedlabs::Table table("");
+  table.left("op", 34).left("chapter", 9).left("fp32 in", 10).left("low in", 10).left("mixed in", 10);
+  table.left("measured", 10).left("=ch?", 6);
+  if (cpu) table.left("libtorch CPU rule -> policy", 45).left("=lib?", 0);
+  table.underline(cpu ? 139 : 89);
   const auto short_name = [](const std::string& d) {
     if (d == "float32") return std::string("fp32");
     if (d == "bfloat16") return std::string("bf16");
@@ -121,16 +119,20 @@ void print_policy_table(const std::vector<PolicyRow>& rows, const c10::Device& d
     return d;
   };
   for (const auto& r : rows) {
-    std::cout << std::left << std::setw(34) << r.op << std::setw(9) << r.chapter_policy << std::setw(10)
-              << short_name(r.fp32_in) << std::setw(10) << short_name(r.low_in) << std::setw(10)
-              << (r.mixed_in.empty() ? "-" : short_name(r.mixed_in)) << std::setw(10) << r.measured_policy
-              << std::setw(6) << (r.matches_chapter ? "yes" : "NO");
+    std::vector<speedlabs::Cell> cells = {r.op,
+                                          r.chapter_policy,
+                                          short_name(r.fp32_in),
+                                          short_name(r.low_in),
+                                          r.mixed_in.empty() ? "-" : short_name(r.mixed_in),
+                                          r.measured_policy,
+                                          r.matches_chapter ? "yes" : "NO"};
     if (cpu) {
-      std::cout << std::setw(45) << ((r.cpu_rule.empty() ? "none" : r.cpu_rule) + " -> " + r.cpu_policy)
-                << (r.matches_cpu_lists ? "yes" : "NO");
+      cells.emplace_back((r.cpu_rule.empty() ? "none" : r.cpu_rule) + " -> " + r.cpu_policy);
+      cells.emplace_back(r.matches_cpu_lists ? "yes" : "NO");
     }
-    std::cout << "\n";
+    table.add_row(std::move(cells));
   }
+  table.print(std::cout);
   std::cout << "lower: fp32 inputs come out low; float32: low inputs come out float32; widest: mixed inputs come "
                "out float32; inputs: autocast left the dtype alone.\n";
 }
