@@ -9,11 +9,10 @@
 #include "common/autocast_guard.h"
 #include "common/format.h"
 #include "common/memory.h"
+#include "common/table.h"
 #include "exercise.h"
 
 namespace lab04 {
-
-using speedlabs::fixed;
 
 PeakMemory with_peak_memory(const c10::Device& device, const std::function<void()>& fn) {
   std::ostringstream text;
@@ -90,18 +89,25 @@ speedlabs::Summary invert(const speedlabs::Summary& s) {
   return r;
 }
 
-void print_header() {
-  std::cout << "  " << std::left << std::setw(8) << "device" << std::setw(11) << "variant" << std::right << std::setw(7)
-            << "batch" << std::setw(12) << "median ms" << std::setw(10) << "min ms" << std::setw(10) << "max ms"
-            << std::setw(11) << "first ms"
-            << "   peak memory\n";
+namespace {
+
+speedlabs::Table timing_table() {
+  const speedlabs::NumberFormat ms = speedlabs::fixed_digits(3);
+  speedlabs::Table table;
+  table.left("device", 8).left("variant", 11).right("batch", 7, speedlabs::fixed_digits(0));
+  table.right("median ms", 12, ms).right("min ms", 10, ms).right("max ms", 10, ms).right("first ms", 11, ms);
+  table.gap(3).left("peak memory", 0);
+  return table;
 }
+
+}  // namespace
+
+void print_header() { timing_table().print_header(std::cout); }
 
 void print_row(const std::string& device, const std::string& variant, int64_t batch, const speedlabs::TimingStats& t,
                const std::string& memory) {
-  std::cout << "  " << std::left << std::setw(8) << device << std::setw(11) << variant << std::right << std::setw(7)
-            << batch << std::setw(12) << fixed(t.median_ms, 3) << std::setw(10) << fixed(t.min_ms, 3) << std::setw(10)
-            << fixed(t.max_ms, 3) << std::setw(11) << fixed(t.first_ms, 3) << "   " << memory << "\n";
+  timing_table().print_row(std::cout,
+                           {device, variant, double(batch), t.median_ms, t.min_ms, t.max_ms, t.first_ms, memory});
 }
 
 void print_row(const Variant& v) { print_row(v.device, v.precision, v.batch, v.timing, v.memory.text); }
