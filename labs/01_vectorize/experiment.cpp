@@ -31,16 +31,6 @@ double sum_squares_scalar_loop(const double* data, int64_t n) {
   return total;
 }
 
-Config quick_config() {
-  Config config;
-  config.n = 100'000;
-  config.fast = {2, 10, 30, 0.05, 1.0};
-  config.element_loop = {0, 3};
-  config.isa_passes = 256;
-  config.isa = {2, 10, 30, 0.05, 1.0};
-  return config;
-}
-
 std::vector<IsaBuild> isa_builds() {
 #ifdef LAB01_ISA_BUILDS
   // Run-time checks: the program may run on another CPU than the one it was built on. They also ask whether
