@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include "common/gpt.h"
 #include "common/process.h"
 #include "common/sequential.h"
+#include "common/table.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
 #include "datasets/token_cache.h"
@@ -28,6 +28,15 @@ namespace lab05 {
 using speedlabs::fixed;
 using speedlabs::Precision;
 namespace gpt = speedlabs::gpt;
+
+Config quick_config() {
+  Config config;
+  config.model = "tiny";
+  config.seq = 32;  // the logits (B*T x 50257) dominate the tiny model's cost
+  config.steps = 15;
+  config.modes = speedlabs::all_precisions();
+  return config;
+}
 
 int warmup_steps(int steps) { return std::max(1, steps / 10); }
 
@@ -126,9 +135,9 @@ double mean_of_last_steps(const ModeResult& r) {
 void print_comparison(const std::vector<ModeResult>& results, const std::map<Precision, std::string>& skipped,
                       const c10::Device& device, const Config& config) {
   const ModeResult* fp32 = find(results, Precision::fp32);
-  std::cout << "\n  " << std::left << std::setw(6) << "mode" << std::right << std::setw(12) << "tokens/s"
-            << std::setw(10) << "speed-up" << std::setw(14) << "max|dloss|" << std::setw(13) << "peak mem"
-            << "  note\n";
+  speedlabs::Table table;
+  table.left("mode", 6).right("tokens/s", 12, speedlabs::fixed_digits(0)).right("speed-up", 10).right("max|dloss|", 14);
+  table.right("peak mem", 13).gap(2).left("note", 0);
   for (const auto& r : results) {
     std::string note;
     if (r.mode == Precision::tf32) note = tf32_note(device);
@@ -136,17 +145,14 @@ void print_comparison(const std::vector<ModeResult>& results, const std::map<Pre
       note = "loss scaled (final scale " + fixed(r.final_loss_scale, 0) + "), " +
              std::to_string(r.nonfinite_fp16_steps) + " overflowed steps skipped";
     }
-    std::cout << "  " << std::left << std::setw(6) << speedlabs::to_string(r.mode) << std::right << std::setw(12)
-              << fixed(r.tokens_per_s, 0) << std::setw(10)
-              << (fp32 ? fixed(r.tokens_per_s / fp32->tokens_per_s, 2) + "x" : "n/a") << std::setw(14)
-              << (fp32 ? fixed(max_loss_gap(r, *fp32, config), 4) : "n/a") << std::setw(13) << megabytes(r.peak_bytes)
-              << "  " << note << "\n";
+    table.add_row({speedlabs::to_string(r.mode), r.tokens_per_s,
+                   fp32 ? fixed(r.tokens_per_s / fp32->tokens_per_s, 2) + "x" : "n/a",
+                   fp32 ? fixed(max_loss_gap(r, *fp32, config), 4) : "n/a", megabytes(r.peak_bytes), note});
   }
-  for (const auto& [mode, reason] : skipped) {
-    std::cout << "  " << std::left << std::setw(6) << speedlabs::to_string(mode) << std::right << std::setw(49)
-              << "not run"
-              << "  " << reason << "\n";
-  }
+  // A mode that did not run says so where its numbers would end.
+  for (const auto& [mode, reason] : skipped) table.add_row({speedlabs::to_string(mode), "", "", "", "not run", reason});
+  std::cout << "\n";
+  table.print(std::cout);
   std::cout << "  (tokens/s from the median step after " << warmup_steps(config.steps)
             << " warm-up step(s); max|dloss| over the logged steps"
             << (device.is_cpu() ? "; the CPU allocator keeps no peak-memory statistics" : "") << ")\n";
