@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include "common/build_paths.h"
 #include "common/format.h"
 #include "common/plot.h"
+#include "common/table.h"
 
 namespace lab07 {
 
@@ -175,10 +175,10 @@ std::vector<Part> parts_of(const StepAccount& a) {
 void print_account(const StepAccount& a, const StepMeasures& m, double matmul_share, double bandwidth_share) {
   std::cout << "a profiled step, " << fixed(a.step_ms, 2)
             << " ms, in parts (the plain steps beside it: " << fixed(m.step.median_ms, 2) << " ms median):\n";
-  for (const auto& part : parts_of(a)) {
-    std::cout << "  " << std::left << std::setw(24) << part.label << std::right << std::setw(10) << fixed(part.ms, 2)
-              << " ms " << std::setw(7) << as_percent(part.ms / a.sum_ms()) << "\n";
-  }
+  speedlabs::Table parts;  // no header: the line above names the columns
+  parts.left("part", 24).right("ms", 13, speedlabs::fixed_digits(2, " ms")).gap(1).right("share", 7);
+  for (const auto& part : parts_of(a))
+    parts.print_row(std::cout, {part.label, part.ms, as_percent(part.ms / a.sum_ms())});
   std::cout << "  matmuls: " << fixed(a.matmul_flops / 1e9, 2) << " GFLOP at " << as_percent(matmul_share)
             << " of the measured matmul peak; memory-bound ops: " << fixed(a.memory_bytes / 1e6, 1) << " MB at "
             << as_percent(bandwidth_share) << " of the measured bandwidth; " << a.ops

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <set>
@@ -23,6 +22,7 @@
 #include "common/plot.h"
 #include "common/process.h"
 #include "common/roofline.h"
+#include "common/table.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
@@ -101,13 +101,14 @@ void print_profile(const StepProfile& profile, int top) {
             << fixed(profile.range_ms.at("forward"), 2) << ", backward " << fixed(profile.range_ms.at("backward"), 2)
             << ", optimizer " << fixed(profile.range_ms.at("optimizer"), 2) << "); " << profile.op_calls
             << " top-level op calls\n";
-  std::cout << "  " << std::left << std::setw(44) << "op (by self time)" << std::right << std::setw(7) << "calls"
-            << std::setw(11) << "self ms" << std::setw(9) << "share\n";
+  speedlabs::Table table;
+  table.left("op (by self time)", 44).right("calls", 7, speedlabs::fixed_digits(0));
+  table.right("self ms", 11, speedlabs::fixed_digits(3)).right("share", 8);
+  table.print_header(std::cout);
   const auto rows = [&](const std::vector<OpTime>& ops) {
     for (int i = 0; i < std::min<int>(top, static_cast<int>(ops.size())); ++i) {
       const auto& op = ops[i];
-      std::cout << "  " << std::left << std::setw(44) << op.name.substr(0, 43) << std::right << std::setw(7) << op.calls
-                << std::setw(11) << fixed(op.self_ms, 3) << std::setw(8) << percent(op.share) << "\n";
+      table.print_row(std::cout, {op.name.substr(0, 43), double(op.calls), op.self_ms, percent(op.share)});
     }
   };
   rows(profile.ops);
@@ -293,6 +294,18 @@ void plot(const Config& config, const StepProfile& profile, const MeasuredPeaks&
 }
 
 }  // namespace
+
+Config quick_config() {
+  Config config;
+  config.warmup = 1;
+  config.steps = 3;
+  config.op_calls = 500;
+  config.op_repeats = 5;
+  config.matmul_size = 512;
+  config.stream_mib = 64;
+  config.feed_steps = 12;  // three blocks of four each way: three pairs of blocks decide prefetch_hides_loading
+  return config;
+}
 
 void adapt_to_gpu(Config& config) {
   config.batch = 16;
