@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/memory.h"
 #include "common/plot.h"
+#include "common/table.h"
 #include "labs/05_gpt2/exercise.h"
 #include "parts.h"
 
@@ -213,12 +214,12 @@ void print_training_memory_table() {
       << "\n  Training memory for 7B parameters (extends lab 02: weights alone 28 GB in float32, 14 GB in 16 bits),"
          " activations not included:\n";
   constexpr double kParams7B = 7e9;
+  speedlabs::Table table("    ");  // no header: the units follow each number
+  table.left("recipe", 74).right("per parameter", 12, speedlabs::fixed_digits(0, " B/param"));
+  table.gap(2).right("for 7B", 8, speedlabs::fixed_digits(0, " GB"));
   for (const auto& row : training_memory_table()) {
-    std::cout << "    " << std::left << std::setw(74) << row.recipe << std::right << std::setw(4) << std::fixed
-              << std::setprecision(0) << row.per_param() << " B/param  " << std::setw(5)
-              << row.per_param() * kParams7B / 1e9 << " GB\n";
+    table.print_row(std::cout, {row.recipe, row.per_param(), row.per_param() * kParams7B / 1e9});
   }
-  std::cout << std::setprecision(2);
 }
 
 }  // namespace
