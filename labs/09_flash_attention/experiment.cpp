@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +19,7 @@
 #include "common/process.h"
 #include "common/progress.h"
 #include "common/sequential.h"
+#include "common/table.h"
 #include "exercise.h"
 #include "gpu_comparison.h"
 #include "labs/05_gpt2/exercise.h"
@@ -27,6 +27,16 @@
 namespace lab09 {
 
 using speedlabs::fixed;
+
+Config quick_config() {
+  Config config;
+  config.seq_lengths = {64, 256, kGoalSeqLengths.front()};
+  config.q_tile = 64;
+  config.kv_tile = 64;
+  config.repeats = 3;
+  config.backward_seq = 96;
+  return config;
+}
 
 std::string to_string(Method method) {
   static const speedlabs::EnumNames<Method> names(
@@ -159,7 +169,9 @@ std::string megabytes(int64_t bytes) { return fixed(speedlabs::to_mib(static_cas
 
 void print_table(const Results& results) {
   std::cout << "\n  causal attention, fp32 on the CPU; SDPA ran " << results.sdpa_cpu_kernel << "\n";
-  std::cout << "      T  method        median ms (min-max)        extra peak MiB   max |tiled - it|\n";
+  speedlabs::Table table("");
+  table.right("T", 7, speedlabs::fixed_digits(0)).gap(2).left("method", 12).gap(2).left("median ms (min-max)", 26);
+  table.right("extra peak MiB", 14).gap(3).left("max |tiled - it|", 0);
   for (const auto& size : results.sizes) {
     for (const auto& m : size.methods) {
       std::ostringstream range;
@@ -167,11 +179,10 @@ void print_table(const Results& results) {
       const std::string error = m.method == Method::written_out ? fixed(size.max_error_vs_written_out * 1e6, 2) + "e-6"
                                 : m.method == Method::sdpa      ? fixed(size.max_error_vs_sdpa * 1e6, 2) + "e-6"
                                                                 : "";
-      std::cout << std::setw(7) << size.seq << "  " << std::left << std::setw(12) << to_string(m.method) << "  "
-                << std::setw(26) << range.str() << std::right << std::setw(14) << megabytes(m.extra_bytes) << "   "
-                << error << "\n";
+      table.add_row({double(size.seq), to_string(m.method), range.str(), megabytes(m.extra_bytes), error});
     }
   }
+  table.print(std::cout);
   std::cout << "\n";
 }
 

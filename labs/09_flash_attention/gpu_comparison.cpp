@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/sequential.h"
+#include "common/table.h"
 #include "common/timer.h"
 #ifdef SPEEDLABS_LAB09_CUDA_KERNEL
 #include "flash_attention.h"
@@ -131,14 +131,18 @@ void check_rows(const Config& config, const c10::Device& device, const std::vect
                 speedlabs::Report& report) {
   std::cout << "  on " << speedlabs::describe(device) << ": SDPA with float32 inputs picks "
             << sdpa_kernel_name(torch::zeros({1, 1, 1, config.head_size}, torch::TensorOptions().device(device)))
-            << "\n      T   kernel ms   SDPA efficient ms (fp32)   SDPA flash ms (bf16)   max |kernel - SDPA|\n";
+            << "\n";
+  speedlabs::Table table("");
+  table.right("T", 7, speedlabs::fixed_digits(0)).right("kernel ms", 12).right("SDPA efficient ms (fp32)", 27);
+  table.right("SDPA flash ms (bf16)", 23).right("max |kernel - SDPA|", 22, speedlabs::significant_digits(6));
+  table.print_header(std::cout);
   double worst = 0;
   nlohmann::json errors = nlohmann::json::object();
   for (const auto& row : rows) {
     worst = std::max(worst, row.max_error);
     errors["T=" + std::to_string(row.seq)] = row.max_error;
-    std::cout << std::setw(7) << row.seq << std::setw(12) << shown(row.kernel) << std::setw(27) << shown(row.efficient)
-              << std::setw(23) << shown(row.flash) << std::setw(22) << row.max_error << "\n";
+    table.print_row(std::cout,
+                    {double(row.seq), shown(row.kernel), shown(row.efficient), shown(row.flash), row.max_error});
   }
   for (const auto* time : {&rows.back().efficient, &rows.back().flash}) {
     if (!time->median_ms) std::cout << "  (a backend could not run: " << time->why_not << ")\n";
