@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include "common/memory.h"
 #include "common/plot.h"
 #include "common/process.h"
+#include "common/table.h"
 #include "fused_op.h"
 #include "memory_claims.h"
 
@@ -23,6 +23,16 @@ namespace lab12 {
 
 using speedlabs::fixed;
 using speedlabs::scientific;
+
+Config quick_config() {
+  Config config;
+  config.model = "tiny";
+  config.batch = 8;
+  config.seq = 64;
+  config.chunk = 64;
+  config.repeats = 3;
+  return config;
+}
 
 int64_t extra_peak_bytes(const std::function<void()>& call, const c10::Device& device) {
   if (device.is_cpu()) {
@@ -147,19 +157,23 @@ std::pair<std::vector<double>, int64_t> train_gpt(bool chunked, const Config& co
 std::string mib(int64_t bytes) { return fixed(speedlabs::to_mib(static_cast<double>(bytes)), 1); }
 
 void print_tables(const Results& r, const Config& config) {
-  std::cout << "\n  loss and gradients, plain vs chunked (chunks of " << config.chunk << " rows)\n"
-            << "  dtype      plain loss   chunked loss   d hidden error   d weight error\n";
+  std::cout << "\n  loss and gradients, plain vs chunked (chunks of " << config.chunk << " rows)\n";
+  const speedlabs::NumberFormat loss = speedlabs::fixed_digits(6), error = speedlabs::scientific_digits(2);
+  speedlabs::Table parity;
+  parity.left("dtype", 9).right("plain loss", 12, loss).right("chunked loss", 15, loss);
+  parity.right("d hidden error", 17, error).right("d weight error", 17, error);
   for (const auto& p : r.parity) {
-    std::cout << "  " << std::left << std::setw(9) << p.dtype << std::right << std::setw(12) << fixed(p.plain_loss, 6)
-              << std::setw(15) << fixed(p.chunked_loss, 6) << std::setw(17) << std::scientific << std::setprecision(2)
-              << p.hidden_grad_error << std::setw(17) << p.weight_grad_error << std::defaultfloat << "\n";
+    parity.add_row({p.dtype, p.plain_loss, p.chunked_loss, p.hidden_grad_error, p.weight_grad_error});
   }
-  std::cout << "\n  extra peak of one forward + backward of the head (MiB)\n"
-            << "   B x T   logits (B x T x V)     plain   chunked\n";
+  parity.print(std::cout);
+  std::cout << "\n  extra peak of one forward + backward of the head (MiB)\n";
+  speedlabs::Table peaks("");
+  peaks.right("B x T", 8, speedlabs::fixed_digits(0)).right("logits (B x T x V)", 21).right("plain", 10);
+  peaks.right("chunked", 10);
   for (const auto& peak : r.peaks) {
-    std::cout << std::setw(8) << peak.rows << std::setw(21) << mib(peak.logits_bytes) << std::setw(10)
-              << mib(peak.plain_bytes) << std::setw(10) << mib(peak.chunked_bytes) << "\n";
+    peaks.add_row({double(peak.rows), mib(peak.logits_bytes), mib(peak.plain_bytes), mib(peak.chunked_bytes)});
   }
+  peaks.print(std::cout);
   std::cout << "\n  GPT-2 (" << config.model << ") training, loss per step: plain head";
   for (double loss : r.plain_gpt_losses) std::cout << " " << fixed(loss, 5);
   std::cout << "; chunked head";
