@@ -29,15 +29,6 @@ using speedlabs::fixed;
 using speedlabs::Precision;
 namespace gpt = speedlabs::gpt;
 
-Config quick_config() {
-  Config config;
-  config.model = "tiny";
-  config.seq = 32;  // the logits (B*T x 50257) dominate the tiny model's cost
-  config.steps = 15;
-  config.modes = speedlabs::all_precisions();
-  return config;
-}
-
 int warmup_steps(int steps) { return std::max(1, steps / 10); }
 
 namespace {

@@ -295,18 +295,6 @@ void plot(const Config& config, const StepProfile& profile, const MeasuredPeaks&
 
 }  // namespace
 
-Config quick_config() {
-  Config config;
-  config.warmup = 1;
-  config.steps = 3;
-  config.op_calls = 500;
-  config.op_repeats = 5;
-  config.matmul_size = 512;
-  config.stream_mib = 64;
-  config.feed_steps = 12;  // three blocks of four each way: three pairs of blocks decide prefetch_hides_loading
-  return config;
-}
-
 void adapt_to_gpu(Config& config) {
   config.batch = 16;
   config.seq = 256;

@@ -28,16 +28,6 @@ namespace lab09 {
 
 using speedlabs::fixed;
 
-Config quick_config() {
-  Config config;
-  config.seq_lengths = {64, 256, kGoalSeqLengths.front()};
-  config.q_tile = 64;
-  config.kv_tile = 64;
-  config.repeats = 3;
-  config.backward_seq = 96;
-  return config;
-}
-
 std::string to_string(Method method) {
   static const speedlabs::EnumNames<Method> names(
       "attention method", {{Method::written_out, "written_out"}, {Method::tiled, "tiled"}, {Method::sdpa, "sdpa"}});

@@ -24,16 +24,6 @@ namespace lab12 {
 using speedlabs::fixed;
 using speedlabs::scientific;
 
-Config quick_config() {
-  Config config;
-  config.model = "tiny";
-  config.batch = 8;
-  config.seq = 64;
-  config.chunk = 64;
-  config.repeats = 3;
-  return config;
-}
-
 int64_t extra_peak_bytes(const std::function<void()>& call, const c10::Device& device) {
   if (device.is_cpu()) {
     speedlabs::reset_host_memory_peak();
