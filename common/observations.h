@@ -65,11 +65,11 @@ struct Evidence {
 
 /// The verdict @p evidence supports for a claim stated as @p rule on the value: inconclusive (with @p reason
 /// set) when there are too few samples or a bound is broken; otherwise holds when the rule holds at the
-/// median and at both ends of the range the quiet value can lie in, fails when it fails at all three, and
-/// inconclusive when the expectation lies within that range. The range is the quartiles, or every sample
-/// (min to max) when the spread is above its limit; on a busy machine it is widened by how far the load can
-/// have moved the value (Evidence::load, Contention::worst_slowdown), and a busy run whose load effect is
-/// unknown cannot decide. So a 142x against a 3x rule decides beside another program; a 3.1x does not.
+/// median and at both ends of the range the quiet value can lie in, fails when it fails across the whole range
+/// (a band rule, a <= x <= b, is probed inside it too), and inconclusive when the expectation lies within it. The range
+/// is the quartiles, or every sample (min to max) when the spread is above its limit; on a busy machine it is widened
+/// by how far the load can have moved the value (Evidence::load, Contention::worst_slowdown), and a busy run whose load
+/// effect is unknown cannot decide. So a 142x against a 3x rule decides beside another program; a 3.1x does not.
 Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason);
 
 /// One claim a lab checks on this machine.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -128,6 +129,20 @@ TEST(Verdicts, ScatterOnOneSideOfTheRuleDecides) {
   std::string reason;
   EXPECT_EQ(speedlabs::decide_verdict(quiet({37.0, 476.0, 539.0}), at_least_3, reason), Verdict::holds) << reason;
   EXPECT_EQ(speedlabs::decide_verdict(quiet({0.1, 0.5, 2.0}), at_least_3, reason), Verdict::fails) << reason;
+}
+
+TEST(Verdicts, ARangeAcrossABandIsNotAFailure) {
+  // A band rule fails at the median (1.38) and at both ends of the widened range, [0.33, 27], which still
+  // runs across the band [0.95, 1.05]: the load could have moved a ratio of 1 anywhere in it.
+  const auto within_5_percent = [](double ratio) { return std::abs(ratio - 1) <= 0.05; };
+  auto e = quiet({1.03, 1.21, 1.38, 1.56, 8.85});
+  e.contention.others_cores = 1.36;
+  e.load = speedlabs::LoadEffect::ratio;
+  std::string reason;
+  EXPECT_EQ(speedlabs::decide_verdict(e, within_5_percent, reason), Verdict::inconclusive) << reason;
+  // Quiet and clear of the band on one side: it fails; inside it: it holds.
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({1.08, 1.09, 1.1, 1.09}), within_5_percent, reason), Verdict::fails);
+  EXPECT_EQ(speedlabs::decide_verdict(quiet({0.99, 1.0, 1.01, 1.0}), within_5_percent, reason), Verdict::holds);
 }
 
 TEST(Verdicts, ABusyMachineWithNoKnownLoadEffectIsNotBelieved) {
