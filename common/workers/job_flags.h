@@ -1,6 +1,6 @@
 /// @file common/workers/job_flags.h
 /// @brief What a lab program with MPI workers (labs 10 and 11) does before its experiment runs: the worker
-/// role, and the flags of a job of MPI workers (each added where its lab lists it, so each --help keeps its order).
+/// role, and the flags of a job of MPI workers (each a knob of the lab's table, which gives its --quick value).
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -33,24 +33,35 @@ std::optional<int> worker_role(int argc, char** argv, const std::string& lab, co
 
 /// --workers N (at least 2 workers; the experiment's validate() says why).
 template <class Config>
-void add_workers_flag(CLI::App& app, speedlabs::ConfigFlags<Config>& flags) {
-  flags.int_option(app, "--workers", &Config::workers, "N, worker processes (each with one thread)", 2);
+auto& workers_flag(speedlabs::Knobs<Config>& knobs) {
+  return knobs.flag("--workers", "N, worker processes (each with one thread)", &Config::workers)
+      .check(speedlabs::at_least(2));
 }
 
-/// --config, --batch, --seq and --steps (@p steps_help: what a step count is per, in this lab).
+/// --batch: the global batch B of a job.
 template <class Config>
-void add_job_size_flags(CLI::App& app, speedlabs::ConfigFlags<Config>& flags, const std::string& steps_help) {
-  flags.model_option(app, &Config::model);
-  flags.int_option(app, "--batch", &Config::batch, "B, the global batch (a multiple of --workers)");
-  flags.int_option(app, "--seq", &Config::seq, "T, tokens per sequence");
-  flags.int_option(app, "--steps", &Config::steps, steps_help);
+auto& batch_flag(speedlabs::Knobs<Config>& knobs) {
+  return knobs.flag("--batch", "B, the global batch (a multiple of --workers)", &Config::batch)
+      .check(speedlabs::at_least(int64_t{1}));
+}
+
+/// --seq: the sequence length T of a job.
+template <class Config>
+auto& seq_flag(speedlabs::Knobs<Config>& knobs) {
+  return knobs.flag("--seq", "T, tokens per sequence", &Config::seq).check(speedlabs::at_least(int64_t{1}));
+}
+
+/// --steps (@p help: what a step count is per, in this lab).
+template <class Config>
+auto& steps_flag(speedlabs::Knobs<Config>& knobs, std::string help) {
+  return knobs.flag("--steps", std::move(help), &Config::steps).check(speedlabs::at_least(1));
 }
 
 /// --hostfile FILE: the workers on several machines.
 template <class Config>
-void add_hostfile_flag(CLI::App& app, speedlabs::ConfigFlags<Config>& flags) {
-  flags.option(app, "--hostfile", &Config::hostfile, "an mpirun host file: run the workers on several machines")
-      ->check(CLI::ExistingFile);
+auto& hostfile_flag(speedlabs::Knobs<Config>& knobs) {
+  return knobs.flag("--hostfile", "an mpirun host file: run the workers on several machines", &Config::hostfile)
+      .check(CLI::ExistingFile);
 }
 
 }  // namespace speedlabs::workers

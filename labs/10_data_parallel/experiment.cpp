@@ -104,14 +104,6 @@ speedlabs::Summary summary_after_warmup(const std::vector<double>& step_ms) {
   return speedlabs::summarize_samples(after_warmup(step_ms));
 }
 
-Config quick_config() {
-  Config config;
-  config.batch = 8;
-  config.seq = 64;
-  config.steps = 10;
-  return config;
-}
-
 void validate(const Config& config) {
   speedlabs::workers::validate_launch(config.workers, config.batch, config.hostfile, config.device);
   if (config.micro_batches < 1 || config.batch % config.micro_batches != 0) {

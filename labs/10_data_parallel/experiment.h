@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/contention.h"
 #include "common/observations.h"
 #include "common/topology.h"
 #include "common/workers/faults.h"
 #include "common/workers/heartbeat.h"
+#include "common/workers/job_flags.h"
 #include "worker.h"
 
 namespace lab10 {
@@ -41,10 +43,29 @@ struct Config {
   FaultPlan faults;               ///< deliberate faults, for the tests
 };
 
-/// --quick: the tiny model, B=8, T=64, 10 steps (seconds on a CPU). 512 tokens a step: enough that the part
-/// of a step that N workers split outweighs what each pays in full (the optimizer step, the all-reduce), so
-/// scaling_efficiency measures the method; at B=4, T=16 two workers were no faster than one.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains the
+/// tiny model for fewer steps (seconds on a CPU) on 512 tokens a step: enough that the part of a step that N
+/// workers split outweighs what each pays in full (the optimizer step, the all-reduce), so scaling_efficiency
+/// measures the method; at B=4, T=16 two workers were no faster than one.
+inline speedlabs::Knobs<Config> knobs() {
+  namespace workers = speedlabs::workers;
+  speedlabs::Knobs<Config> knobs;
+  workers::workers_flag(knobs);
+  knobs.model_flag(&Config::model);
+  workers::batch_flag(knobs).quick(8);
+  workers::seq_flag(knobs);
+  workers::steps_flag(knobs, "training steps per mode").quick(10);
+  knobs.flag("--bucket-mb", "gradient bucket size in MiB (PyTorch DDP's default: 25)", &Config::bucket_mb)
+      .check(speedlabs::finite_above());
+  knobs.flag("--micro-batches", "K of the gradient-accumulation check (must divide --batch)", &Config::micro_batches)
+      .check(speedlabs::at_least(1));
+  workers::hostfile_flag(knobs);
+  knobs.data_dir_flag(&Config::data_dir);
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// Rejects what cannot run before a worker starts (speedlabs::UsageError): B not divisible by N or K,
 /// a --bucket-mb that is not a bucket size (bucket_bytes), fewer than two workers, a GPU run in a build without NCCL or

@@ -13,23 +13,13 @@ int main(int argc, char** argv) {
           lab10::worker_main)) {
     return *code;
   }
-  using lab10::Config;
-  speedlabs::ConfigFlags<Config> flags;
+  speedlabs::Knobs<lab10::Config> knobs = lab10::knobs();
   return speedlabs::run_lab(
       argc, argv,
       {"10", "10_data_parallel", "data-parallel training on MPI workers: the same losses as one worker, faster"},
-      [&](CLI::App& app) {
-        speedlabs::workers::add_workers_flag(app, flags);
-        speedlabs::workers::add_job_size_flags(app, flags, "training steps per mode");
-        flags.number_option(app, "--bucket-mb", &Config::bucket_mb,
-                            "gradient bucket size in MiB (PyTorch DDP's default: 25)");
-        flags.int_option(app, "--micro-batches", &Config::micro_batches,
-                         "K of the gradient-accumulation check (must divide --batch)");
-        speedlabs::workers::add_hostfile_flag(app, flags);
-        flags.data_dir_option(app, &Config::data_dir);
-      },
+      [&](CLI::App& app) { knobs.add_flags(app); },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        Config config = flags.configure(context, lab10::quick_config);
+        lab10::Config config = knobs.configure(context);
         config.device = context.device.is_cuda() ? "cuda" : "cpu";  // cuda: NCCL between the GPUs
         lab10::run(config, report);
       });

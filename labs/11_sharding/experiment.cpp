@@ -111,14 +111,6 @@ std::string write_plot(const std::string& dir, const std::vector<int>& stages, c
 
 }  // namespace
 
-Config quick_config() {
-  Config config;
-  config.batch = 4;
-  config.seq = 16;
-  config.steps = 8;
-  return config;
-}
-
 void validate(const Config& config) {
   speedlabs::workers::validate_launch(config.workers, config.batch, config.hostfile, config.device);
   if (config.steps < 3)

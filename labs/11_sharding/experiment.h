@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/observations.h"
 #include "common/workers/faults.h"
+#include "common/workers/job_flags.h"
 #include "zero.h"
 
 namespace lab11 {
@@ -36,8 +38,26 @@ struct Config {
   FaultPlan faults;            ///< deliberate faults, for the tests
 };
 
-/// --quick: the tiny model, B=4, T=16, 8 steps per stage.
-Config quick_config();
+/// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains the
+/// tiny model on small batches of short sequences, for a few steps per stage.
+inline speedlabs::Knobs<Config> knobs() {
+  namespace workers = speedlabs::workers;
+  speedlabs::Knobs<Config> knobs;
+  workers::workers_flag(knobs);
+  knobs.flag("--stage", "ZeRO stage 0, 1, 2 or 3 (stage 0 runs too, the baseline), or all", &Config::stage)
+      .check(CLI::IsMember({"0", "1", "2", "3", "all"}));
+  knobs.model_flag(&Config::model);
+  workers::batch_flag(knobs).quick(4);
+  workers::seq_flag(knobs).quick(16);
+  workers::steps_flag(knobs, "training steps per stage (at least 3)").quick(8);
+  workers::hostfile_flag(knobs);
+  knobs.flag("--plots", "write lab11_bytes_per_worker.svg here (gnuplot)", &Config::plots_dir);
+  knobs.data_dir_flag(&Config::data_dir);
+  return knobs;
+}
+
+/// What --quick runs before any flag (the tests start from it).
+inline Config quick_config() { return knobs().quick(); }
 
 /// Rejects what cannot run before a worker starts (speedlabs::UsageError): fewer than 2 workers, B not
 /// divisible by N, an unknown stage, a GPU run without NCCL or with fewer GPUs than workers. More workers

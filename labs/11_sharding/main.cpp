@@ -13,24 +13,14 @@ int main(int argc, char** argv) {
           speedlabs::workers::worker_role(argc, argv, "lab11", "./lab run 11 --workers N", lab11::worker_main)) {
     return *code;
   }
-  using lab11::Config;
-  speedlabs::ConfigFlags<Config> flags;
+  speedlabs::Knobs<lab11::Config> knobs = lab11::knobs();
   return speedlabs::run_lab(
       argc, argv,
       {"11", "11_sharding",
        "sharded training, ZeRO stages 0-3: the same losses as one worker, 1/N of the state per worker"},
-      [&](CLI::App& app) {
-        speedlabs::workers::add_workers_flag(app, flags);
-        flags
-            .option(app, "--stage", &Config::stage, "ZeRO stage 0, 1, 2 or 3 (stage 0 runs too, the baseline), or all")
-            ->check(CLI::IsMember({"0", "1", "2", "3", "all"}));
-        speedlabs::workers::add_job_size_flags(app, flags, "training steps per stage (at least 3)");
-        speedlabs::workers::add_hostfile_flag(app, flags);
-        flags.option(app, "--plots", &Config::plots_dir, "write lab11_bytes_per_worker.svg here (gnuplot)");
-        flags.data_dir_option(app, &Config::data_dir);
-      },
+      [&](CLI::App& app) { knobs.add_flags(app); },
       [&](const speedlabs::LabContext& context, speedlabs::Report& report) {
-        Config config = flags.configure(context, lab11::quick_config);
+        lab11::Config config = knobs.configure(context);
         config.device = context.device.is_cuda() ? "cuda" : "cpu";  // cuda: NCCL between the GPUs
         if (!config.plots_dir.empty()) speedlabs::require_output_folder(config.plots_dir);
         lab11::run(config, report);
