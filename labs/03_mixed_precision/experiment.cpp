@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "bf16_weights.h"
 #include "common/autocast_guard.h"
 #include "common/errors.h"
 #include "common/format.h"
@@ -392,6 +393,7 @@ void run(const Config& config, speedlabs::Report& report) {
   observe_scale_growth(lesson, report);
   observe_training(lesson, report);
   observe_fp8_scaling(config, report);
+  observe_bf16_weights(config, report);
 }
 
 }  // namespace lab03
