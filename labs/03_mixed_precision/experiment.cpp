@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "exercise.h"
+#include "fp8_matmul.h"
 #include "fp8_scaling.h"
 
 namespace lab03 {
@@ -393,6 +394,7 @@ void run(const Config& config, speedlabs::Report& report) {
   observe_scale_growth(lesson, report);
   observe_training(lesson, report);
   observe_fp8_scaling(config, report);
+  observe_fp8_scaled_mm(config.device, report);
   observe_bf16_weights(config, report);
 }
 

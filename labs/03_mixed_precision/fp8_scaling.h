@@ -11,7 +11,7 @@
 namespace lab03 {
 
 /// How many earlier steps' amax a delayed scale looks at (Transformer Engine's default history is longer;
-/// 16 steps keeps the lab's 60-step --quick run mostly past its warm-up).
+/// 16 steps leaves most of a short run past its warm-up).
 inline constexpr int kAmaxHistory = 16;
 
 /// What one cast of a tensor through an fp8 dtype (x * scale, cast, back, / scale) lost.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "experiment.h"
+#include "fp8_matmul.h"
 #include "fp8_scaling.h"
 
 namespace {
@@ -47,3 +48,12 @@ TEST(Lab03Fp8, ScalingOverTheQuickRun) {
 }
 
 }  // namespace
+
+// Without a GPU the fp8 matmul says why it did not run, never a pass.
+TEST(Lab03Fp8Matmul, OnTheCpuItSaysWhyItDidNotRun) {
+  speedlabs::Report report("03_mixed_precision", "cpu");
+  lab03::observe_fp8_scaled_mm(c10::Device(c10::kCPU), report);
+  const auto& o = report.at("fp8_scaled_mm_vs_bf16");
+  EXPECT_EQ(o.verdict, speedlabs::Verdict::not_applicable);
+  EXPECT_NE(o.reason.find("CUDA"), std::string::npos) << o.reason;
+}
