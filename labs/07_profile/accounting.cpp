@@ -260,7 +260,9 @@ StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const
       "one training step from the profiler: matmuls (FLOPs from their shapes), memory-bound ops (bytes from "
       "their shapes), the host's per-op overhead, the optimizer, data loading and idle time add up to the "
       "step timed without the profiler beside it";
-  const std::string expected = "the parts' sum within " + as_percent(kSumTolerance) + " of the step";
+  // Reported, not must-hold: the profiler's own cost decides it, and that cost moved from 1.5% to 13% of the
+  // step between two quiet runs of the same 2-core VM.
+  const std::string expected = "the parts' sum within " + as_percent(kSumTolerance) + " of the step (reported)";
   if (!device.is_cpu()) {
     report.not_applicable("step_time_accounted", claim, expected,
                           "on " + device.str() + " the host's timeline of an asynchronous step is not the device's");
@@ -281,18 +283,19 @@ StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const
     evidence.load = speedlabs::LoadEffect::ratio;
     evidence.bounds = {{"the matmuls' share of the measured matmul peak", matmul_share, 0, 1 + kPeakTolerance}};
     for (const auto& part : parts_of(a)) evidence.bounds.push_back({part.label + " (ms)", part.ms, 0, a.step_ms});
-    report.decide("step_time_accounted", claim,
-                  {{"parts", parts},
-                   {"sum_ms", a.sum_ms()},
-                   {"step_ms", m.step.median_ms},
-                   {"sum_over_step", speedlabs::summarize_samples(ratios).median},
-                   {"rounds", ratios.size()},
-                   {"matmul_gflop", a.matmul_flops / 1e9},
-                   {"matmul_share_of_peak", matmul_share},
-                   {"memory_mb", a.memory_bytes / 1e6},
-                   {"memory_share_of_bandwidth", bandwidth_share},
-                   {"ops", a.ops}},
-                  expected, evidence, [](double ratio) { return std::abs(ratio - 1) <= kSumTolerance; });
+    report.decide(
+        "step_time_accounted", claim,
+        {{"parts", parts},
+         {"sum_ms", a.sum_ms()},
+         {"step_ms", m.step.median_ms},
+         {"sum_over_step", speedlabs::summarize_samples(ratios).median},
+         {"rounds", ratios.size()},
+         {"matmul_gflop", a.matmul_flops / 1e9},
+         {"matmul_share_of_peak", matmul_share},
+         {"memory_mb", a.memory_bytes / 1e6},
+         {"memory_share_of_bandwidth", bandwidth_share},
+         {"ops", a.ops}},
+        expected, evidence, [](double ratio) { return std::abs(ratio - 1) <= kSumTolerance; }, false);
   }
   observe_mfu(m, report);
   return a;

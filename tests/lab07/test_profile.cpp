@@ -308,10 +308,11 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   for (const auto& id : {"matmul_mlp", "matmul_lm_head", "gelu", "layer_norm", "softmax", "adamw"}) {
     EXPECT_TRUE(report.has(std::string("roofline_") + id)) << id;
   }
-  // The step accounted: its parts add up to their sum, which is held against the step timed without the profiler.
+  // The step accounted: its parts add up to their sum, which is held against the step timed without the profiler
+  // (reported: the profiler's own cost, which varies from run to run, decides it).
   const auto& accounted = report.at("step_time_accounted");
-  EXPECT_TRUE(accounted.must_hold);
-  EXPECT_TRUE(speedlabs::testing::timed_holds_unless_undecided(accounted)) << accounted.measured.dump();
+  EXPECT_FALSE(accounted.must_hold);
+  EXPECT_TRUE(speedlabs::testing::timed_with_evidence(accounted)) << accounted.measured.dump();
   double parts_ms = 0;
   for (const auto& [key, value] : accounted.measured.at("parts").items()) {
     if (key.size() > 3 && key.compare(key.size() - 3, 3, "_ms") == 0) parts_ms += value.get<double>();
