@@ -125,6 +125,10 @@ ScalingRule scaling_rule(const Config& config, const speedlabs::CpuTopology& top
   if (config.workers > topology.physical_cores) {
     return {false, on + ": more workers than physical cores, so some share a core (its hyperthreads, or turns)"};
   }
+  if (topology.virtual_machine) {
+    return {false, on + ": a virtual machine's cores may be hyperthreads of one host core, or shared with other "
+                        "guests, which the guest cannot see"};
+  }
   if (machine.others_cores < 0) return {false, on + ", on a machine whose load is not readable here"};
   if (machine.busy() || machine.others_cores > kQuietOthersCores) {
     return {false, on + ", but other programs used " + fixed(machine.others_cores, 2) +

@@ -189,10 +189,14 @@ TEST_F(Lab10ScalingRule, MustHoldForTwoWorkersOnTwoPhysicalCoresOfAQuietMachine)
   const auto rule = lab10::scaling_rule(config_, cores(2, 2), machine(0.02));
   EXPECT_TRUE(rule.must_hold) << rule.why;
   EXPECT_TRUE(contains(rule.why, "2 physical cores")) << rule.why;
-  // A VM's cores count as they are listed (what it hides cannot be read); the reason says they are virtual.
+}
+
+// A VM's two listed cores measured 1.74x in one quiet run and 1.59x in another: where its virtual cores run
+// is hidden from it, so the claim is reported there, and the reason says why.
+TEST_F(Lab10ScalingRule, IsReportedOnAVirtualMachine) {
   const auto vm = lab10::scaling_rule(config_, {2, 2, true}, machine(0.02));
-  EXPECT_TRUE(vm.must_hold) << vm.why;
-  EXPECT_TRUE(contains(vm.why, "virtual")) << vm.why;
+  EXPECT_FALSE(vm.must_hold) << vm.why;
+  EXPECT_TRUE(contains(vm.why, "virtual machine")) << vm.why;
 }
 
 TEST_F(Lab10ScalingRule, IsReportedWhenTwoWorkersShareOneCoresHyperthreads) {
@@ -205,7 +209,7 @@ TEST_F(Lab10ScalingRule, IsReportedForMoreWorkersThanPhysicalCores) {
   config_.workers = 4;
   EXPECT_FALSE(lab10::scaling_rule(config_, cores(4, 2), machine(0.02)).must_hold);
   EXPECT_FALSE(lab10::scaling_rule(config_, cores(2, 2), machine(0.02)).must_hold);
-  EXPECT_TRUE(lab10::scaling_rule(config_, cores(8, 4), machine(0.02)).must_hold);
+  EXPECT_TRUE(lab10::scaling_rule(config_, cores(8, 4), machine(0.02)).must_hold);  // bare metal
 }
 
 TEST_F(Lab10ScalingRule, IsReportedWhenOtherProgramsRanOrTheLoadIsUnreadable) {
