@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -25,6 +26,8 @@ namespace {
 
 // Significant digits an answer or a measurement is shown with: enough that 1000.5 does not read as 1000.
 constexpr int kShownDigits = 6;
+// A predictions file is a few questions: anything far larger is not one, and is not read to its end.
+constexpr size_t kMaxFileBytes = 1 << 20;
 
 const char* const kToleranceKeys[] = {"relative", "absolute", "factor", "side_of"};
 
@@ -42,15 +45,22 @@ std::string text_of(const nlohmann::json& value) {
   return value.dump();
 }
 
-// A number from a measured or predicted value: JSON numbers, and "inf", "-inf", "nan" as the labs write them.
+// A number from a measured or predicted value: JSON numbers, "inf", "-inf", "nan" as the labs write them, and a
+// number in quotes ("1000", " 1.0005e3 "): compared as the number it is, never as its shortened text.
 std::optional<double> number_of(const nlohmann::json& value) {
   if (value.is_number()) return value.get<double>();
   if (value.is_string()) {
     std::string s = value.get<std::string>();
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    s.erase(0, s.find_first_not_of(" \t"));
+    s.erase(s.find_last_not_of(" \t") + 1);
     if (s == "inf" || s == "+inf" || s == "infinity") return INFINITY;
     if (s == "-inf" || s == "-infinity") return -INFINITY;
     if (s == "nan") return NAN;
+    if (s.empty() || s.find_first_not_of("0123456789+-.e") != std::string::npos) return std::nullopt;
+    char* end = nullptr;
+    const double x = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() + s.size() && std::isfinite(x)) return x;
   }
   return std::nullopt;
 }
@@ -171,15 +181,42 @@ Prediction read_question(const toml::table& q, const std::string& path, int line
   return p;
 }
 
+std::string not_a_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const auto status = fs::status(path, error);  // through a symlink: what reading would open
+  if (error) return path + ": cannot be read (" + error.message() + ")";
+  if (fs::is_directory(status)) return path + " is a folder, not a predictions file";
+  if (!fs::is_regular_file(status)) {
+    return path + " is not a regular file (" + (fs::is_fifo(status) ? "a FIFO" : "a device or socket") +
+           "): a predictions file is a TOML file";
+  }
+  const auto size = fs::file_size(path, error);
+  if (error) return path + ": cannot be read (" + error.message() + ")";
+  if (size > kMaxFileBytes) {
+    return path + " holds " + std::to_string(size) + " bytes: a predictions file is at most " +
+           std::to_string(kMaxFileBytes) + " bytes";
+  }
+  return "";
+}
+
 }  // namespace
 
 PredictionFile read_predictions(const std::string& path) {
   PredictionFile file;
   file.path = path;
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) return file;
+  if (!std::filesystem::exists(path, error) && !std::filesystem::is_symlink(path, error)) return file;
+  file.error = not_a_file(path);
+  if (!file.error.empty()) return file;
   try {
-    const toml::table table = toml::parse_file(path);
+    std::ifstream in(path, std::ios::binary);
+    std::string text(kMaxFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes)
+      throw std::runtime_error(path + ": a predictions file is at most " + std::to_string(kMaxFileBytes) + " bytes");
+    const toml::table table = toml::parse(text, path);
     for (const auto& [key, node] : table) {
       if (key.str() != "question") {
         throw std::runtime_error(at_line(path, static_cast<int>(node.source().begin.line)) + "unknown key '" +

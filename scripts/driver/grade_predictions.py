@@ -9,7 +9,8 @@ reference run), the `predictions` program of the same build (common/predictions_
   predictions QUESTIONS.toml ANSWERS.toml [--run RUN.json]
 
 Here the section is read and shown; what is compared with what is chosen here: the official questions
-(labs/NN_topic/predictions.toml, their rules), the student's answers (SPEEDLABS_PREDICTIONS_DIR, laid out
+(rules_file: the reference's solutions/NN_topic/predictions.toml where the checkout has it, else
+labs/NN_topic/predictions.toml; their rules), the student's answers (SPEEDLABS_PREDICTIONS_DIR, laid out
 like labs/, when set: ./lab grade --submission, CI's reference answers; else labs/), and the run.
 Standard library only.
 """
@@ -41,6 +42,15 @@ def tool_of(build):
 
 def lab_folder(lab):
     return next(ROOT.glob(f"labs/{lab}_*"))
+
+
+def rules_file(folder):
+    """Where lab @p folder's official questions and their rules are read: the reference's file
+    (solutions/NN_topic/predictions.toml, the same questions and rules as the blank one the course ships) where
+    this checkout has it, so that no file a student edits sets a tolerance; else the shipped blank file
+    (labs/NN_topic/predictions.toml, a student's own copy). Only the answers of the student's file count."""
+    reference = ROOT / "solutions" / folder / "predictions.toml"
+    return reference if reference.is_file() else ROOT / "labs" / folder / "predictions.toml"
 
 
 def readable_run(path):
@@ -135,11 +145,12 @@ def predicted(lab, tool, mine=False):
     the kept run where this machine has none (measured_run)."""
     folder = lab_folder(lab).name
     result = Predicted(lab)
-    official = ROOT / "labs" / folder / "predictions.toml"
+    official = rules_file(folder)
     given = os.environ.get("SPEEDLABS_PREDICTIONS_DIR")
-    answers = Path(given) / folder / "predictions.toml" if given else official
-    if not answers.exists():
-        answers = official  # the submission has no file: the blank one
+    blank = ROOT / "labs" / folder / "predictions.toml"
+    answers = Path(given) / folder / "predictions.toml" if given else blank
+    if not answers.exists() and not answers.is_symlink():
+        answers = blank  # the submission has no file: the blank one
     run, result.where = student_run(lab, make=False) if mine else measured_run(lab)
     answered, result.error = section(tool, official, answers, run)
     if result.error:  # the official questions still count: a malformed file earns none of their points

@@ -18,6 +18,7 @@ Standard library only (tomllib, Python 3.11).
 """
 import math
 import re
+import stat
 import sys
 import tomllib
 from dataclasses import dataclass, field as dataclass_field
@@ -49,12 +50,32 @@ class Question:
         return self.id + (f".{self.field}" if self.field else "")
 
 
+MAX_FILE_BYTES = 1 << 20  # a predictions file is a few questions; the same limit as common/predictions.cpp
+
+
 def read(path):
-    """The questions of @p path; [] when there is no file; PredictionError (with the line) when malformed."""
+    """The questions of @p path; [] when there is no file; PredictionError (with the line) when malformed, and
+    when @p path is no regular file (a folder, a FIFO, a device: never opened) or is over MAX_FILE_BYTES."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return []
-    return read_text(path.read_text(encoding="utf-8", errors="replace"), path)
+    try:
+        mode = path.stat().st_mode  # through a symlink: what reading would open
+    except OSError as error:
+        raise PredictionError(f"{path}: cannot be read ({error.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise PredictionError(f"{path} is a folder, not a predictions file")
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise PredictionError(f"{path} is not a regular file ({kind}): a predictions file is a TOML file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise PredictionError(f"{path}: cannot be read ({error.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise PredictionError(f"{path} holds more than {MAX_FILE_BYTES} bytes: a predictions file is at most that")
+    return read_text(data.decode("utf-8", errors="replace"), path)
 
 
 def read_text(text, path):
@@ -124,12 +145,16 @@ def read_text(text, path):
     return questions
 
 
+NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|[-+]?inf(inity)?|nan", re.I)
+
+
 def number(value):
+    """@p value as a number: a number, or one in quotes ("1000", "inf"), as common/predictions.cpp reads it."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity", "-inf", "-infinity", "nan"):
+    if isinstance(value, str) and NUMBER_TEXT.fullmatch(value.strip()):
         return float(value.strip().lower().replace("infinity", "inf"))
     return None
 

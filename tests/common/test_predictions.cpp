@@ -4,6 +4,8 @@
 // answers).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -265,6 +267,38 @@ answer = 1
   const auto broken = speedlabs::answer_questions(official, speedlabs::read_predictions(write("broken2", "[[q\n")));
   EXPECT_TRUE(broken.questions.empty());
   EXPECT_NE(broken.error.find(":1:"), std::string::npos) << broken.error;
+}
+
+TEST(Predictions, ANumberInQuotesIsComparedAsANumber) {
+  // "1000" is not the measured 1000.5 under an exact rule, however few digits a table shows them with.
+  const Tolerance exact{Tolerance::Kind::exact, 0};
+  EXPECT_EQ(speedlabs::compare_values("1000", 1000.5, exact).status, Comparison::Status::off);
+  EXPECT_EQ(speedlabs::compare_values("1000.5000001", 1000.5, exact).status, Comparison::Status::off);
+  EXPECT_EQ(speedlabs::compare_values(" 1.0005e3 ", 1000.5, exact).status, Comparison::Status::close);
+  EXPECT_EQ(speedlabs::compare_values("1000", 1000.0, exact).status, Comparison::Status::close);
+  // A quoted number takes the question's tolerance, as the number would.
+  const Tolerance relative{Tolerance::Kind::relative, 0.01};
+  EXPECT_EQ(speedlabs::compare_values("1005", 1000.0, relative).status, Comparison::Status::close);
+  EXPECT_EQ(speedlabs::compare_values("1100", 1000.0, relative).status, Comparison::Status::off);
+  EXPECT_EQ(speedlabs::compare_values("1e", 1000.0, exact).status, Comparison::Status::off);
+}
+
+TEST(Predictions, AFileThatIsNoRegularFileIsRefusedWithoutReadingIt) {
+  const auto base = std::filesystem::temp_directory_path() / ("speedlabs-predictions-odd-" + std::to_string(getpid()));
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "folder.toml");
+  ASSERT_EQ(mkfifo((base / "fifo.toml").c_str(), 0600), 0);          // opening it would wait for a writer forever
+  std::filesystem::create_symlink("/dev/zero", base / "zero.toml");  // reading it would never end
+  std::ofstream(base / "big.toml") << std::string((1 << 20) + 1, '#');
+  const std::pair<const char*, const char*> cases[] = {
+      {"folder.toml", "is a folder"}, {"fifo.toml", "a FIFO"}, {"zero.toml", "a device"}, {"big.toml", "at most"}};
+  for (const auto& [name, said] : cases) {
+    const auto file = speedlabs::read_predictions((base / name).string());
+    EXPECT_TRUE(file.questions.empty()) << name;
+    EXPECT_NE(file.error.find(said), std::string::npos) << name << ": " << file.error;
+    EXPECT_NE(file.error.find(name), std::string::npos) << file.error;
+  }
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace

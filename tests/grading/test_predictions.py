@@ -105,6 +105,47 @@ class Files(unittest.TestCase):
         row = next(q for q in section["questions"] if q["answer"] == 70000)
         self.assertEqual((row["verdict"], row["rule"]["kind"]), ("off", "exact"), row)
 
+    def test_the_rules_come_from_the_reference_not_from_any_file_a_student_edits(self):
+        # In the instructor's checkout the official questions are the reference's file; only where it is absent
+        # (a student's release) are they the shipped blank file.
+        folder = graded.lab_folder("02").name
+        self.assertEqual(graded.rules_file(folder), ROOT / "solutions" / folder / "predictions.toml")
+        with mock.patch.object(graded, "ROOT", Path("/nonexistent")):
+            self.assertEqual(graded.rules_file(folder), Path("/nonexistent/labs") / folder / "predictions.toml")
+
+    def test_a_number_in_quotes_is_compared_as_a_number(self):
+        # "1000" against a measured 1000.5 under the exact rule: off, never "exact" by 4 or 6 digits of text.
+        with tempfile.TemporaryDirectory() as folder:
+            run = Path(folder) / "run.json"
+            run.write_text(json.dumps({"observations": [{"id": "a", "verdict": "holds", "measured": 1000.5}]}))
+            verdicts = []
+            for answer in ('"1000"', '"1000.5000001"', '"1.0005e3"', "1000.5"):
+                path = Path(folder) / "answers.toml"
+                path.write_text(GOOD.replace("answer = 1", f"answer = {answer}"))
+                section, error = graded.section(TOOL, path, path, run)
+                self.assertEqual(error, "")
+                verdicts.append(section["questions"][0]["verdict"])
+        self.assertEqual(verdicts, ["off", "off", "ok", "ok"])
+        self.assertEqual(predictions.number(" 1.0005e3 "), 1000.5)
+        self.assertIsNone(predictions.number("more"))
+
+    def test_a_file_that_is_no_regular_file_is_refused_without_reading_it(self):
+        with tempfile.TemporaryDirectory() as folder:
+            base = Path(folder)
+            (base / "folder.toml").mkdir()
+            os.mkfifo(base / "fifo.toml")  # opening it would wait for a writer forever
+            (base / "zero.toml").symlink_to("/dev/zero")  # reading it would never end
+            (base / "big.toml").write_text("#" * (predictions.MAX_FILE_BYTES + 1))
+            for name, said in (("folder.toml", "is a folder"), ("fifo.toml", "a FIFO"), ("zero.toml", "a device"),
+                               ("big.toml", "at most")):
+                with self.assertRaises(predictions.PredictionError, msg=name) as caught:
+                    predictions.read(base / name)
+                self.assertIn(said, str(caught.exception))
+                # The grader's program says the same, at once (the test's own timeout would catch a hang).
+                official = ROOT / "labs/02_float16_limits/predictions.toml"
+                section, error = graded.section(TOOL, official, base / name)
+                self.assertIn(said, error)
+
 
 class Whys(unittest.TestCase):
     def question(self, why, tolerance="", answer='""'):
