@@ -67,7 +67,9 @@ void attend_query_block(const float* q, const float* k, const float* v, int64_t 
     // Key 0 is in the first tile and every row sees it, so new_max is finite from then on.
     new_max = row_max.cwiseMax(scores.rowwise().maxCoeff());
     rescale.array() = (row_max - new_max).array().exp();  // about 0 on the first tile, where row_max is -inf
-    scores.array() = (scores.array().colwise() - new_max.array()).exp();  // in place: the scores become weights
+    // In place, row by row: the scores become weights. One row at a time, Eigen's exp runs 16 lanes wide; a
+    // column broadcast over the row-major tile would make it call the scalar expf for every element.
+    for (int64_t i = 0; i < rows; ++i) scores.row(i).array() = (scores.row(i).array() - new_max(i)).exp();
     // Eigen's vectorised exp clamps its argument, giving 1e-38 for -inf: the future's weights are set to 0.
     if (diagonal) mask_future(scores, q0, k0, 0.0f);
     row_sum = row_sum.cwiseProduct(rescale) + scores.rowwise().sum();
