@@ -14,6 +14,7 @@
 #include "common/errors.h"
 #include "common/format.h"
 #include "common/predictions.h"
+#include "common/process.h"
 
 namespace speedlabs {
 
@@ -124,6 +125,7 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
   }
 
   const std::string me = "lab" + info.number;
+  exit_on_stop_signals();
   try {
     return run_and_report(info, flags, run);
   } catch (const UsageError& e) {
@@ -139,8 +141,8 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
     std::cerr << me << ": error: " << out_of_memory_message("std::bad_alloc") << "\n";
     return kExitRuntime;
   } catch (const RuntimeFailure& e) {
-    std::cerr << me << ": error: " << e.what() << "\n";
-    return kExitRuntime;
+    std::cerr << me << ": " << (stop_requested() ? "" : "error: ") << e.what() << "\n";
+    return stop_requested() ? kExitInterrupted : kExitRuntime;  // one code for an interrupted run
   } catch (const c10::Error& e) {
     if (is_host_allocation_failure(e.what_without_backtrace())) {
       std::cerr << me << ": error: " << out_of_memory_message(e.what_without_backtrace()) << "\n";

@@ -5,12 +5,14 @@
 #pragma once
 #include <c10/core/Device.h>
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -59,10 +61,26 @@ std::string out_of_memory_message(const std::string& what);
 /// not as an OutOfMemoryError; run_lab() answers both with out_of_memory_message() and exit 3.
 bool is_host_allocation_failure(const std::string& what);
 
-/// A CLI11 check that an integer flag is at least @p minimum (and fits its type).
+/// A CLI11 check that an integer flag is a whole number of at least @p minimum that fits its type: a value
+/// beyond the type's range (`--chunk 99999999999999999999`) is a usage error, never clamped to the largest
+/// value (CLI11 reads a 64-bit integer with strtoll, which saturates), and neither is a fraction or a word.
 template <class T>
 CLI::Validator at_least(T minimum) {
-  return CLI::Range(minimum, std::numeric_limits<T>::max());
+  static_assert(std::is_integral_v<T>, "at_least checks whole-number flags");
+  const std::string range = "from " + std::to_string(minimum) + " to " + std::to_string(std::numeric_limits<T>::max());
+  return CLI::Validator(
+      [minimum, range](std::string& text) -> std::string {
+        T parsed{};
+        const char* end = text.data() + text.size();
+        const char* start = text.data() + (text.size() > 1 && text[0] == '+' ? 1 : 0);
+        const auto [stop, error] = std::from_chars(start, end, parsed);
+        if (error == std::errc::result_out_of_range)
+          return "'" + text + "' is out of range: give a whole number " + range;
+        if (error != std::errc() || stop != end || start == end) return "'" + text + "' is not a whole number";
+        if (parsed < minimum) return "'" + text + "' must be a whole number " + range;
+        return "";
+      },
+      "INT " + range);
 }
 
 /// A CLI11 check that a real-valued flag is a finite number above @p above: NaN, inf and values at or below

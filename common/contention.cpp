@@ -6,8 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "common/format.h"
 
@@ -29,6 +35,57 @@ double machine_busy_s() {
   return static_cast<double>(user + nice + system + irq + softirq + steal) / ticks_per_s;
 }
 
+struct ProcStat {
+  pid_t ppid = 0;
+  double cpu_s = 0;  // its own CPU and that of the children it waited for (utime + stime + cutime + cstime)
+};
+
+// A process's parent and CPU from /proc/PID/stat, or nothing when it is gone or unreadable.
+std::optional<ProcStat> proc_stat(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const size_t name_end = line.rfind(')');  // the command's name may hold spaces and parentheses
+  if (name_end == std::string::npos) return std::nullopt;
+  std::istringstream fields(line.substr(name_end + 1));
+  std::string state;
+  long long ppid = 0, skip = 0, utime = 0, stime = 0, cutime = 0, cstime = 0;
+  fields >> state >> ppid;
+  for (int i = 0; i < 9; ++i) fields >> skip;  // pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+  if (!(fields >> utime >> stime >> cutime >> cstime)) return std::nullopt;
+  static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return ProcStat{static_cast<pid_t>(ppid), static_cast<double>(utime + stime + cutime + cstime) / ticks_per_s};
+}
+
+// The CPU of every process below this one that is still there, exited-but-unreaped ones included (a zombie's
+// /proc/PID/stat keeps its times): with the reaped children's CPU (RUSAGE_CHILDREN, read before this), the CPU
+// the whole tree used so far. A child's CPU then moves from here to RUSAGE_CHILDREN when it is reaped, so
+// reaping inside a window a child that ran before it adds nothing to the window (the CPU it used before the
+// window was counted at its start). A process that left the tree (double-forked away) is another program.
+double descendants_cpu_s() {
+  std::map<pid_t, std::vector<std::pair<pid_t, double>>> children;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (const auto stat = proc_stat(name)) children[stat->ppid].push_back({std::stoi(name), stat->cpu_s});
+  }
+  double total = 0;
+  std::vector<pid_t> below = {getpid()};
+  std::set<pid_t> seen = {getpid()};
+  while (!below.empty()) {
+    const pid_t parent = below.back();
+    below.pop_back();
+    for (const auto& [pid, cpu_s] : children[parent]) {
+      if (!seen.insert(pid).second) continue;
+      // A descendant's cutime already holds its own reaped children: count a process's reaped CPU once.
+      total += cpu_s;
+      below.push_back(pid);
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
 ContentionProbe::Counters ContentionProbe::now() {
@@ -36,10 +93,13 @@ ContentionProbe::Counters ContentionProbe::now() {
   c.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   rusage self{}, children{}, thread{};
   getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);  // workers and peers this process started and waited for
+  // Workers and peers this process started: those it waited for, then (read after, so that one reaped in
+  // between is missed rather than counted twice) those still running or not yet waited for.
+  getrusage(RUSAGE_CHILDREN, &children);
+  const double running_children_s = descendants_cpu_s();
   getrusage(RUSAGE_THREAD, &thread);
-  c.process_cpu_s =
-      seconds(self.ru_utime) + seconds(self.ru_stime) + seconds(children.ru_utime) + seconds(children.ru_stime);
+  c.process_cpu_s = seconds(self.ru_utime) + seconds(self.ru_stime) + seconds(children.ru_utime) +
+                    seconds(children.ru_stime) + running_children_s;
   c.preemptions = thread.ru_nivcsw;
   c.machine_busy_s = machine_busy_s();
   return c;

@@ -2,7 +2,9 @@
 /// @brief How busy the machine was while something was measured: a reading taken over a window.
 ///
 /// A timing is only as good as the machine it ran on. Over a measurement window this reads three things
-/// the kernel already counts: the CPU this process (and the children it waited for) used, the CPU the
+/// the kernel already counts: the CPU this process and every process below it used (the children it waited
+/// for, and those still running or not yet waited for, read from /proc: a child's CPU counts in the window
+/// it was used in, never in the window it is reaped in), the CPU the
 /// whole machine used (/proc/stat), and how often the measuring thread was preempted (involuntary context
 /// switches, getrusage). Another program busy on the machine shows as CPU used by others, and makes the
 /// machine busy: a verdict timed then is refused. A competitor for the measuring thread's core, inside
@@ -17,7 +19,7 @@ namespace speedlabs {
 /// What the machine did during one measurement window.
 struct Contention {
   double wall_s = 0;             ///< the window's length
-  double process_cores = 0;      ///< cores' worth of CPU this process and its reaped children used
+  double process_cores = 0;      ///< cores' worth of CPU this process and the processes below it used
   double others_cores = -1;      ///< cores' worth of CPU the rest of the machine used; -1: not readable here
   double preemptions_per_s = 0;  ///< involuntary context switches of the measuring thread, per second
   int cores = 0;                 ///< online cores

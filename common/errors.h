@@ -13,7 +13,8 @@ enum ExitCode : int {
   kExitUsage = 2,              ///< bad flag or value, unavailable device, unwritable output
   kExitRuntime = 3,            ///< the experiment could not run: missing data, NaN loss, out of memory
   kExitNotImplemented = 4,     ///< a student's exercise is still a stub
-  kExitUndecided = 5           ///< no must-hold observation fails, but one could not be decided (busy machine)
+  kExitUndecided = 5,          ///< no must-hold observation fails, but one could not be decided (busy machine)
+  kExitInterrupted = 130       ///< stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports a Ctrl-C)
 };
 
 /// Bad input from the user: unknown value, impossible size, a device that is not there. Exit 2.

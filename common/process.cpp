@@ -29,16 +29,18 @@ volatile sig_atomic_t g_stop_signal = 0;
 // registry is a plain atomic so the signal handler can read it).
 std::atomic<pid_t> g_child_group{0};
 
+// Set once install_stop_handlers() ran: a lab that stops between its steps.
+std::atomic<bool> g_graceful{false};
+
 void on_stop_signal(int signal_number) {
-  if (g_stop_signal != 0) {  // the second request: stop now
-    signal(signal_number, SIG_DFL);
-    raise(signal_number);
-    return;
-  }
+  if (g_stop_signal != 0) _exit(kExitInterrupted);  // the second request: stop now, with the one code
   g_stop_signal = signal_number;
   const pid_t group = g_child_group.load();
   if (group > 0) kill(-group, SIGTERM);
 }
+
+// A lab with no step to stop between ends at once, with the same code as one that stops between two steps.
+void exit_interrupted(int) { _exit(kExitInterrupted); }
 
 // Closes a file descriptor once.
 struct Fd {
@@ -237,9 +239,19 @@ void require_program(const std::string& program, const std::string& flag) {
   throw UsageError(flag + " " + program + ": not found on PATH");
 }
 
+void exit_on_stop_signals() {
+  if (g_graceful.load()) return;
+  struct sigaction action {};
+  action.sa_handler = exit_interrupted;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
 void install_stop_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
+    g_graceful = true;
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);

@@ -47,9 +47,14 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 /// @param flag     the flag that gave it, e.g. "--python"
 void require_program(const std::string& program, const std::string& flag);
 
+/// Makes SIGINT and SIGTERM end the process at once with kExitInterrupted (130), unless install_stop_handlers()
+/// already made them a request to stop: run_lab calls it, so every lab's interrupted run exits 130.
+void exit_on_stop_signals();
+
 /// Turns SIGINT and SIGTERM into a request to stop (see stop_requested()) instead of ending the process
 /// at once: the children of run_process are ended and waited for, the lab stops between two steps,
-/// removes its temporary files and says what was interrupted. A second Ctrl-C ends the process at once.
+/// removes its temporary files and says what was interrupted (run_lab: exit 130). A second Ctrl-C ends the process
+/// at once, exit 130 too.
 /// Idempotent; the handlers stay installed for the life of the process.
 void install_stop_handlers();
 

@@ -1,7 +1,10 @@
 // run_lab turns each outcome into the documented exit code.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +17,7 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/process.h"
 #include "common/timer.h"
 
 namespace {
@@ -109,6 +113,73 @@ TEST(Cli, SeedsAreWholeNumbersInRange) {
   uint64_t seed = 0;
   EXPECT_EQ(parse_number_flags({"--seed", "9223372036854775807"}, nullptr, &seed), 0);
   EXPECT_EQ(seed, 9223372036854775807ULL);
+}
+
+namespace {
+
+// Parses a 64-bit --rows checked by at_least(1); returns the exit code.
+int parse_rows(const std::string& value, int64_t* rows) {
+  std::vector<std::string> args = {"lab00", "--rows", value};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return speedlabs::run_lab(
+      static_cast<int>(argv.size()), argv.data(), kInfo,
+      [&](CLI::App& app) { app.add_option("--rows", *rows, "rows")->check(speedlabs::at_least(int64_t{1})); }, holds);
+}
+
+}  // namespace
+
+TEST(Cli, AWholeNumberBeyondItsTypeIsAUsageErrorNotClamped) {
+  // strtoll saturates: without the check --rows 99999999999999999999 ran as 9223372036854775807.
+  for (const char* bad : {"99999999999999999999", "9223372036854775808", "-99999999999999999999", "0", "1.5", "x"}) {
+    int64_t rows = 7;
+    EXPECT_EQ(parse_rows(bad, &rows), 2) << "--rows " << bad;
+    EXPECT_EQ(rows, 7) << "--rows " << bad;
+  }
+  int64_t rows = 0;
+  EXPECT_EQ(parse_rows("9223372036854775807", &rows), 0);
+  EXPECT_EQ(rows, 9223372036854775807LL);
+  EXPECT_EQ(run_with({"--n", "99999999999999999999"}, holds), 2);
+}
+
+namespace {
+
+// The exit status of run_with(@p body) run in a child process (a signal's handlers stay with the child).
+int exit_code_in_a_child(const speedlabs::RunExperiment& body) {
+  std::cout.flush();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(20);  // a child the signal did not stop ends anyway (SIGALRM: 142), never hangs the test
+    _exit(run_with({}, body));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST(Cli, AnInterruptedRunExitsWithOneCode) {
+  // A lab that stops between its steps (install_stop_handlers, stop_if_asked) and one with no step to stop
+  // between, by Ctrl-C or by SIGTERM: always 130, never 3 ("could not be made") nor a signal's own status.
+  const auto stops_between_steps = [](int signal_number) {
+    return [signal_number](const speedlabs::LabContext&, speedlabs::Report&) {
+      speedlabs::install_stop_handlers();
+      raise(signal_number);
+      speedlabs::stop_if_asked("at step 1");
+    };
+  };
+  const auto runs_on = [](int signal_number) {
+    return [signal_number](const speedlabs::LabContext&, speedlabs::Report&) {
+      raise(signal_number);
+      pause();
+    };
+  };
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    EXPECT_EQ(exit_code_in_a_child(stops_between_steps(signal_number)), speedlabs::kExitInterrupted) << signal_number;
+    EXPECT_EQ(exit_code_in_a_child(runs_on(signal_number)), speedlabs::kExitInterrupted) << signal_number;
+  }
+  EXPECT_EQ(speedlabs::kExitInterrupted, 130);
 }
 
 TEST(Cli, JsonRefusesAFolderAndPrintsToStdoutOnDash) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,25 +94,62 @@ TEST(Contention, BusyWhenOthersUseTheMachineOrTheWindowIsTooShortToRead) {
 }
 
 TEST(Contention, AnotherProcessComputingMakesTheMachineBusy) {
-  // A child process spins on every core for 0.6 s: the rest of the machine used far more than half a core.
-  // The probe reads the window before the child is waited for, so the child counts as another program.
+  // A process spins on every core for 0.6 s: the rest of the machine used far more than half a core. Each is
+  // started through a child that exits at once, so it is no longer below this process (an orphan, adopted
+  // elsewhere): another program, as a second program started from a shell would be.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<pid_t> children;
   for (unsigned i = 0; i < cores; ++i) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      spin_for(0.6);
+      if (fork() == 0) spin_for(0.6);
       _exit(0);
     }
-    children.push_back(pid);
+    waitpid(pid, nullptr, 0);
   }
   const speedlabs::ContentionProbe probe;
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   const auto c = probe.read();
-  for (pid_t pid : children) waitpid(pid, nullptr, 0);
   if (c.others_cores < 0) GTEST_SKIP() << "no /proc/stat on this system";
   EXPECT_TRUE(c.busy()) << c.to_json().dump();
+}
+
+TEST(Contention, AChildRunningInsideTheWindowIsThisProcesssOwnCpu) {
+  // A worker or a peer this process started (lab 10's workers, lab 06's Python) works for the measurement:
+  // its CPU is this process's, read while it runs, not another program's.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    spin_for(0.4);
+    _exit(0);
+  }
+  const speedlabs::ContentionProbe probe;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto running = probe.read();  // the child has not been waited for yet
+  waitpid(pid, nullptr, 0);
+  EXPECT_GT(running.process_cores * running.wall_s, 0.05) << running.to_json().dump();
+}
+
+TEST(Contention, AChildReapedInsideTheWindowAddsOnlyTheCpuItUsedThere) {
+  // The attack: a child burns CPU before the window, is left exited but unreaped (waitid with WNOWAIT), and is
+  // reaped inside it. Counted by RUSAGE_CHILDREN alone, its CPU landed in the window as this process's and hid
+  // another program's: the busy machine read as quiet.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    spin_for(0.5);
+    _exit(0);
+  }
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  const speedlabs::ContentionProbe probe;
+  rusage used{};
+  ASSERT_EQ(wait4(pid, nullptr, 0, &used), pid);  // reaped inside the window
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto c = probe.read();
+  const double child_s = used.ru_utime.tv_sec + 1e-6 * used.ru_utime.tv_usec;
+  if (child_s < 0.2) GTEST_SKIP() << "the child got too little CPU (" << child_s << " s) to tell";
+  EXPECT_LT(c.process_cores * c.wall_s, 0.5 * child_s) << c.to_json().dump() << " child " << child_s << " s";
 }
 
 TEST(Contention, TheWorstSlowdownComesFromTheCoresTheOthersLeft) {

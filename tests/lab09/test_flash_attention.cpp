@@ -229,8 +229,8 @@ TEST(Lab09Tiles, TilesTooSmallForAShortCallAreAUsageErrorNamingTheSmallestThatFi
   EXPECT_LE(lab09::tile_steps(4096, config.q_tile, config.kv_tile), lab09::kMaxTileSteps);
 }
 
-// SIGTERM to a default run with the smallest tiles it accepts is answered within seconds: exit 3 and a line
-// saying where it stopped. The lab's own program, started and signalled as a user's shell would.
+// SIGTERM to a default run with the smallest tiles it accepts is answered within seconds: exit 130 (interrupted) and a
+// line saying where it stopped. The lab's own program, started and signalled as a user's shell would.
 TEST(Lab09Interrupt, SigtermWithTheSmallestTilesStopsWithinSeconds) {
   const std::string log = (std::filesystem::path(::testing::TempDir()) / "lab09_interrupted.log").string();
   std::vector<std::string> args{speedlabs::program_path("lab09"), "--device", "cpu", "--kv-tile", "9"};
@@ -249,7 +249,7 @@ TEST(Lab09Interrupt, SigtermWithTheSmallestTilesStopsWithinSeconds) {
   }
   ASSERT_EQ(ended, pid);
   ASSERT_TRUE(WIFEXITED(status)) << "ended by a signal instead of stopping between calls";
-  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_EQ(WEXITSTATUS(status), speedlabs::kExitInterrupted);
   EXPECT_NE(speedlabs::read_file(log).find("interrupted"), std::string::npos) << speedlabs::read_file(log);
   std::filesystem::remove(log);
 }
