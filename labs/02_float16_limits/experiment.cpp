@@ -260,7 +260,7 @@ void observe_rounding_and_range(speedlabs::Report& report) {
   }
   {
     const auto w = fp16("fp16: 1000 + 0.3", add(1000.0f, 0.3f), add_tensor(1000.0f, 0.3f));
-    report.check("fp16_1000_plus_0.3_is_1000.5",
+    report.check("fp16_1000_plus_0.3",
                  "float16 cannot hold 1000.3: between 512 and 1024 its values are 0.5 apart, so the sum "
                  "rounds to 1000.5",
                  w.measured(), agree_and("the sum == 1000.5"), w.agree() && w.value() == 1000.5f);
@@ -277,7 +277,7 @@ void observe_rounding_and_range(speedlabs::Report& report) {
   }
   {
     const auto w = fp16("fp16: store 70000", store(70000.0f), store_tensor(70000.0f));
-    report.check("fp16_70000_is_inf",
+    report.check("fp16_70000",
                  "float16's largest finite value is 65504 and rounding sends everything from 65520 on to infinity, "
                  "so storing 70000 gives infinity",
                  w.measured(), agree_and("the stored value is +inf"),
@@ -287,7 +287,7 @@ void observe_rounding_and_range(speedlabs::Report& report) {
     const auto w = bf16("bf16: store 70000", store(70000.0f), store_tensor(70000.0f));
     // bfloat16 keeps 8 significant bits: a stored value is within 2^-8 (relative) of the original.
     const double relative_error = std::abs(w.value() - 70000.0) / 70000.0;
-    report.check("bf16_70000_is_finite",
+    report.check("bf16_70000",
                  "bfloat16 has float32's 8 exponent bits, so 70000 stays finite (rounded to 8 significant bits)",
                  w.measured(), agree_and("finite, within 2^-8 relative of 70000"),
                  w.agree() && std::isfinite(w.value()) && relative_error <= std::ldexp(1.0, -8));
@@ -327,8 +327,7 @@ void observe_storage_size(speedlabs::Report& report) {
     std::cout << "  " << std::left << std::setw(34) << "7e9 weights, GB"
               << "  Eigen = " << eigen.dump() << "  libtorch meta tensor = " << torch_gb.dump() << "\n";
     const nlohmann::json expected = {{"fp32_gb", 28.0}, {"fp16_gb", 14.0}, {"bf16_gb", 14.0}};
-    report.check("weights_7b_fp32_28gb_fp16_14gb",
-                 "a 7-billion-weight model takes 28 GB in float32 and 14 GB in float16 or bfloat16",
+    report.check("weights_7b_bytes", "a 7-billion-weight model takes 28 GB in float32 and 14 GB in float16 or bfloat16",
                  {{"Eigen", eigen}, {"libtorch", torch_gb}}, "fp32 28 GB, fp16 14 GB, bf16 14 GB in both",
                  eigen == expected && torch_gb == expected);
   }
@@ -386,7 +385,7 @@ void observe_weight_updates(int update_steps, speedlabs::Report& report) {
 void observe_small_gradients(speedlabs::Report& report) {
   {
     const auto w = fp16("fp16: store gradient 1e-8", store(1e-8f), store_tensor(1e-8f));
-    report.check("fp16_gradient_1e-8_is_0",
+    report.check("fp16_gradient_1e-8",
                  "a gradient of 1e-8 becomes 0 in float16: everything below half its smallest subnormal 2^-24, "
                  "i.e. below 2^-25 (about 3e-8), rounds to zero",
                  w.measured(), agree_and("the stored value == 0"), w.agree() && w.value() == 0.0f);

@@ -138,7 +138,7 @@ void observe_master_weights(const Lesson& lesson, speedlabs::Report& report) {
     grad_dtypes.insert(p.grad().defined() ? dtype_name(p.grad().scalar_type()) : "none");
   }
   const std::set<std::string> only_fp32{"float32"};
-  report.check("weights_stay_fp32", "after a mixed-precision step every parameter is still float32 (master weights)",
+  report.check("master_weights_dtype", "after a mixed-precision step every parameter is still float32 (master weights)",
                nlohmann::json(weight_dtypes), "{float32}", weight_dtypes == only_fp32);
   report.check("grads_are_fp32", "the gradients autograd leaves on the float32 parameters are float32",
                nlohmann::json(grad_dtypes), "{float32}", grad_dtypes == only_fp32);
@@ -281,7 +281,7 @@ void observe_overflow_skipped(const Lesson& lesson, speedlabs::Report& report) {
   const auto params = model->parameters();
   for (size_t i = 0; i < params.size(); ++i) unchanged = unchanged && torch::equal(before[i], params[i].detach());
   const double scale_after = scaler.get_scale();
-  report.check("scaler_skips_inf_step_and_backs_off",
+  report.check("scaler_on_inf_step",
                std::string("a step whose gradients hold inf/NaN (") +
                    (lesson.fp16_works ? "an input of 70000 overflows float16" : "an inf input") +
                    ") is skipped: parameters unchanged, scale halved",

@@ -69,10 +69,10 @@ torch::nn::Sequential make_model(const Config& config);
 /// @param dtype   kBFloat16 or kHalf
 void require_autocast_dtype(const c10::Device& device, c10::ScalarType dtype);
 
-/// Runs the whole lab and records autocast_linear_output_dtype, weights_stay_fp32, grads_are_fp32,
+/// Runs the whole lab and records autocast_linear_output_dtype, master_weights_dtype, grads_are_fp32,
 /// policy_matches_chapter, policy_matches_libtorch_cpu_lists, unlisted_ops_keep_input_dtype,
 /// fp16_grads_underflow_without_scaler,
-/// scaler_preserves_small_grads, scaler_skips_inf_step_and_backs_off, scaler_grows_after_interval,
+/// scaler_preserves_small_grads, scaler_on_inf_step, scaler_grows_after_interval,
 /// amp_matches_fp32, fp8_current_scaling_keeps_range and fp8_delayed_scaling_shares (fp8_scaling.h),
 /// bf16_weights_losses, stochastic_rounding_tracks_fp32_loss and kahan_tracks_fp32_loss (bf16_weights.h).
 /// @param config  the knobs

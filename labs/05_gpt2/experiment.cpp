@@ -149,12 +149,12 @@ void print_comparison(const std::vector<ModeResult>& results, const std::map<Pre
             << (device.is_cpu() ? "; the CPU allocator keeps no peak-memory statistics" : "") << ")\n";
 }
 
-// initial_loss_near_ln_vocab and loss_decreases: where training starts, and that it learns.
+// loss_at_step_0 and loss_decreases: where training starts, and that it learns.
 void record_losses(const std::vector<ModeResult>& results, const ModeResult& baseline, const Config& config,
                    speedlabs::Report& report) {
   const double ln_vocab = std::log(static_cast<double>(gpt::GPTConfig::by_name(config.model).vocab_size));
   const double initial = baseline.steps.front().loss;
-  report.check("initial_loss_near_ln_vocab",
+  report.check("loss_at_step_0",
                "before training the model guesses almost uniformly over the 50,257 tokens, so the step-0 loss "
                "(" +
                    speedlabs::to_string(baseline.mode) + ") is close to ln(50257)",
@@ -172,7 +172,7 @@ void record_losses(const std::vector<ModeResult>& results, const ModeResult& bas
                drops, "drop >= " + fixed(kMinLossDrop, 1) + " nat in every mode", all_drop);
 }
 
-// modes_track_fp32 and weights_stay_fp32: lower precision changes the arithmetic, not the run.
+// modes_vs_fp32 and master_weights_dtype: lower precision changes the arithmetic, not the run.
 void record_precision_effects(const std::vector<ModeResult>& results, const Config& config, speedlabs::Report& report) {
   const ModeResult* fp32 = find(results, Precision::fp32);
   if (fp32 && results.size() > 1) {
@@ -184,13 +184,13 @@ void record_precision_effects(const std::vector<ModeResult>& results, const Conf
       gaps[speedlabs::to_string(r.mode)] = std::isfinite(gap) ? nlohmann::json(gap) : nlohmann::json("non-finite");
       all_track = all_track && gap <= kTrackTolerance;
     }
-    report.check("modes_track_fp32",
+    report.check("modes_vs_fp32",
                  "the lower-precision modes follow fp32's loss curve: same weights, same batches, only rounding "
                  "differs (tolerance: the drift of 100 steps of slightly different updates; the chapter's A100 "
                  "logs stay within 0.09)",
                  gaps, "max |loss - fp32 loss| over the logged steps <= " + fixed(kTrackTolerance, 2), all_track);
   } else {
-    report.not_applicable("modes_track_fp32", "the lower-precision modes follow fp32's loss curve",
+    report.not_applicable("modes_vs_fp32", "the lower-precision modes follow fp32's loss curve",
                           "max |loss - fp32 loss| <= " + fixed(kTrackTolerance, 2),
                           "needs fp32 and another mode: run with --precision all");
   }
@@ -201,7 +201,7 @@ void record_precision_effects(const std::vector<ModeResult>& results, const Conf
     dtypes[speedlabs::to_string(r.mode)] = r.weight_dtypes;
     all_float = all_float && r.weight_dtypes == std::vector<std::string>{"Float"};
   }
-  report.check("weights_stay_fp32",
+  report.check("master_weights_dtype",
                "autocast changes the dtype of the step's arithmetic, not of the weights: every parameter is "
                "still float32 after training in every mode",
                dtypes, "only Float", all_float);

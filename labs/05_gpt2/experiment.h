@@ -103,8 +103,8 @@ speedlabs::Summary timed_steps(const ModeResult& r, const Config& config);
 /// Trains every mode of @p config on @p device from the same initial weights and batches, side by side
 /// (round-robin, step by step: every mode's model lives at once), prints the
 /// logged steps and the comparison table, writes the CSV and plots, and records the observations
-/// tokens_loaded, batches_per_epoch, initial_loss_near_ln_vocab, loss_decreases, modes_track_fp32,
-/// weights_stay_fp32, tokens_per_s_<mode>, tf32_faster_than_fp32, tf32_differs_slightly_from_fp32 and mfu.
+/// tokens_loaded, batches_per_epoch, loss_at_step_0, loss_decreases, modes_vs_fp32,
+/// master_weights_dtype, tokens_per_s_<mode>, tf32_faster_than_fp32, tf32_differs_slightly_from_fp32 and mfu.
 /// Throws speedlabs::UsageError before any work for a bad size or output path (--csv - among them: standard
 /// output carries the run's log), for a run whose memory estimate is above all the device's memory
 /// (require_memory_fits in training.h), and when another run is writing the same --csv file.

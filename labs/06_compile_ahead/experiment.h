@@ -214,8 +214,8 @@ std::string sdpa_backend(const c10::Device& device, const Shape& shape, int64_t 
 /// Climbs the ladder at every shape of @p config from the same initial weights and batches, runs the
 /// Python peers on the same weights and batches (both sides keeping freed host memory, see
 /// speedlabs::keep_freed_host_memory()), prints the tables and records the observations
-/// bf16_matmul_tflops, rung_RUNG_BxT, initial_losses_agree_BxT, losses_track_fp32_BxT, python_peers_BxT,
-/// python_eager_matches_cpp_fp32_BxT, python_compile_tracks_cpp_BxT and the GPU goals goal_* (reported, never
+/// bf16_matmul_tflops, rung_RUNG_BxT, initial_losses_BxT, losses_track_fp32_BxT, python_peers_BxT,
+/// python_eager_vs_cpp_fp32_BxT, python_compile_tracks_cpp_BxT and the GPU goals goal_* (reported, never
 /// must-hold; judged only on a CUDA GPU). A rung whose loss is not finite fails its observation. Throws
 /// speedlabs::UsageError for a shape longer than the model's block and speedlabs::RuntimeFailure when the data is
 /// missing.

@@ -280,7 +280,7 @@ void observe_rungs(const LadderResult& ladder, const Shape& shape, speedlabs::Re
     }
   }
   if (fp32 && !initial_gaps.empty()) {
-    report.check("initial_losses_agree" + suffix, "every rung's step-0 loss is fp32's, up to rounding", initial_gaps,
+    report.check("initial_losses" + suffix, "every rung's step-0 loss is fp32's, up to rounding", initial_gaps,
                  "max |loss0 - fp32 loss0| <= " + fixed(kStepZeroAgreement, 2) + " nat",
                  initial_gap <= kStepZeroAgreement);
     report.check("losses_track_fp32" + suffix, "every rung's loss tracks fp32's at every step", track_gaps,
@@ -318,10 +318,9 @@ void observe_peers(const Config& config, const LadderResult& ladder, const Shape
   const std::string parity_expected = "max |diff| <= " + fixed(kPeerLossTolerance, 3) + " nat";
   if (python_fp32 && fp32) {
     const double gap = max_loss_gap(*python_fp32, *fp32);
-    report.check("python_eager_matches_cpp_fp32" + suffix, parity_claim, gap, parity_expected,
-                 gap <= kPeerLossTolerance);
+    report.check("python_eager_vs_cpp_fp32" + suffix, parity_claim, gap, parity_expected, gap <= kPeerLossTolerance);
   } else {
-    report.not_applicable("python_eager_matches_cpp_fp32" + suffix, parity_claim, parity_expected,
+    report.not_applicable("python_eager_vs_cpp_fp32" + suffix, parity_claim, parity_expected,
                           "needs the C++ fp32 rung and the Python eager fp32 peer");
   }
 

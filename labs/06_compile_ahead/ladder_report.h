@@ -12,8 +12,8 @@ namespace lab06 {
 /// The rungs and peers of @p shape as a markdown table, then the ratios the GPU goals are about.
 std::string shape_table(const LadderResult& ladder, const Shape& shape);
 
-/// Records rung_RUNG_BxT, initial_losses_agree_BxT, losses_track_fp32_BxT, python_peers_BxT,
-/// python_eager_matches_cpp_fp32_BxT and python_compile_tracks_cpp_BxT for @p shape.
+/// Records rung_RUNG_BxT, initial_losses_BxT, losses_track_fp32_BxT, python_peers_BxT,
+/// python_eager_vs_cpp_fp32_BxT and python_compile_tracks_cpp_BxT for @p shape.
 /// @param config       the run (its Python, for the peers' observation)
 /// @param ladder       every rung and peer measured
 /// @param shape        the shape observed

@@ -189,7 +189,7 @@ void observe_parity(const Config& config, const Results& r, const speedlabs::gpt
     const double grad_limit = f32 ? kGradRtolFloat : kGradRtolBf16;
     grads_hold = grads_hold && p.hidden_grad_error <= grad_limit && p.weight_grad_error <= grad_limit;
   }
-  report.check("chunked_loss_matches", "the chunked head's loss equals libtorch's linear + cross_entropy at " + where,
+  report.check("chunked_loss_vs_plain", "the chunked head's loss equals libtorch's linear + cross_entropy at " + where,
                losses,
                "relative error <= " + scientific(kLossRtolFloat, 0) +
                    " in float32, <= " + scientific(kLossRtolBf16, 0) + " in bfloat16",

@@ -119,7 +119,7 @@ speedlabs::TimingOptions timing_options(const Config& config);
 int64_t extra_peak_bytes(const std::function<void()>& call, const c10::Device& device);
 
 /// Runs the whole lab on @p device, prints its tables, writes the plot and records the observations
-/// chunked_loss_matches, chunked_grads_match, peak_memory_vs_plain, time_vs_plain, gpt_step_with_chunked_head,
+/// chunked_loss_vs_plain, chunked_grads_match, peak_memory_vs_plain, time_vs_plain, gpt_step_with_chunked_head,
 /// fused_matches_unfused, fused_bytes_moved and fused_vs_unfused_time.
 Results run(const Config& config, const c10::Device& device, speedlabs::Report& report);
 

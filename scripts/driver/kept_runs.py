@@ -77,6 +77,7 @@ def refresh(build, only):
         report["run"] = {"command": f"build/bin/lab{number} --quick --json", "exit_code": run.returncode,
                          "date": started.strftime("%Y-%m-%d"), "seconds": round(seconds, 1), **machine,
                          "load_average_before": load_before, **provenance(number)}
+        report["run"]["content_sha256"] = content_checksum(report)
         target = RESULTS / f"lab{number}.json"
         partial = target.with_suffix(".json.partial")
         partial.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -160,6 +161,31 @@ def provenance(number):
         return out.stdout.strip() if out.returncode == 0 else None
     return {"commit": git("rev-parse", "HEAD"), "uncommitted_changes": bool(git("status", "--porcelain")),
             "fingerprint": fingerprint(number), "fingerprint_of": fingerprint_roots(number)}
+
+
+def content_checksum(report):
+    """SHA-256 of a kept run's content (@p report, its run.content_sha256 left out), as canonical JSON: the
+    fingerprint ties the run to the sources, this ties the numbers to the run as it was written, so a number
+    edited by hand afterwards (the fingerprint unchanged) fails the docs build."""
+    content = json.loads(json.dumps(report))
+    content.get("run", {}).pop("content_sha256", None)
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def edited_runs():
+    """Sentences, one per kept run whose content is not what its refresh wrote (run.content_sha256)."""
+    problems = []
+    for path in sorted(RESULTS.glob("lab[0-9][0-9].json")) + sorted(RESULTS.glob("*/lab[0-9][0-9].json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        kept = report.get("run", {}).get("content_sha256")
+        if kept == content_checksum(report):
+            continue
+        why = "its content checksum does not match: a number in it was changed after the run wrote it" if kept \
+            else "it records no content checksum"
+        problems.append(f"{path.relative_to(ROOT)}: {why}: a kept run is only ever written by "
+                        f"{refresh_command(path.stem[3:])}")
+    return problems
 
 
 def refresh_command(number):

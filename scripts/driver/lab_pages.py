@@ -23,7 +23,8 @@ its lesson), its reference answer solutions/NN_*/, the same two folders of every
 exercise it runs (USES_EXERCISES in its CMakeLists.txt, followed through), and the shared sources common/
 and datasets/. Build files, the tests, the docs' own pages and the predictions files (predictions.toml) are
 left out: they do not change what a lab measures. A change to any covered file makes the kept run stale, and `./lab docs` fails until it is made
-again (./lab docs --refresh-results NN).
+again (./lab docs --refresh-results NN). The run's content is tied to what the refresh wrote by run.content_sha256
+(kept_runs.content_checksum): a number edited by hand afterwards fails the check too.
 
 Labs are found by folder, so a new labs/NN_topic/ is picked up by every command without a change here.
 """
@@ -36,7 +37,8 @@ import sys
 # of a lesson page reads prose and questions_section through this module, the pages' one entry point.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from claims_ledger import claims_ledger, ledger_problems  # noqa: E402
-from kept_runs import RESULTS, ROOT, fingerprint, fingerprint_roots, lab_folders, refresh, stale_runs  # noqa: E402
+from kept_runs import (RESULTS, ROOT, edited_runs, fingerprint, fingerprint_roots, lab_folders, refresh,  # noqa: E402
+                       stale_runs)
 from page_markdown import OBSERVE_HEADING, flags_section, observe_table_ids, prose, results_section  # noqa: E402,F401
 from placeholders import (PlaceholderError, fill_placeholders, fill_questions, placeholder_problems,  # noqa: E402,F401
                           question_problems, questions_section)
@@ -174,7 +176,11 @@ def doc_pages():
 
 def check():
     """The docs' preconditions: fresh kept runs, placeholders that resolve, a ledger naming real ids."""
-    problems = stale_runs()
+    if not RESULTS.is_dir():  # a release: its kept runs (the reference's measurements) are left out
+        sys.exit("lab_pages: this copy has no kept runs (docs/results/: a release leaves them out, they hold the "
+                 "reference's measurements), so the HTML docs are not built here: each lesson is its lab's "
+                 "README.md (labs/NN_topic/README.md)")
+    problems = stale_runs() + edited_runs()
     for page in doc_pages():
         problems += placeholder_problems(page) + question_problems(page)
     problems += ledger_problems()

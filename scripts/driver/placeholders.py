@@ -158,7 +158,7 @@ def questions_section(folder):
              f"`./lab run {number}` then shows each prediction beside what it measured, with why, and "
              f"`./lab check {number}` says which ones were close, compared with your own latest run.", "",
              "| | question | unit | close enough |", "|---|---|---|---|"]
-    # Numbered in the file's order, not named by observation: some ids state the answer (fp16_70000_is_inf).
+    # Numbered in the file's order, not named by observation: an id names a measurement, not a question.
     for index, q in enumerate(questions, 1):
         kind, limit = q.tolerance
         rule = {"exact": "exactly", "relative": f"within {limit:.0%}" if limit >= 0.01 else f"within {limit:g} relative",

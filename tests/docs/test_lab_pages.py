@@ -92,6 +92,12 @@ class ScratchCopy(unittest.TestCase):
             "run": {"command": "build/bin/lab01 --quick --json", "exit_code": 5, "date": "2026-12-01",
                     "seconds": 1.0, "cpu": "AMD EPYC", "logical_cpus": 2, "os": "Linux", "load_average_before": 0.1,
                     "commit": "0123456789abcdef", "fingerprint": fingerprint}}
+        # What the refresh writes, by the copy's own kept_runs.py (in a process of its own: this one imports the
+        # repository's modules).
+        checksum = subprocess.run([sys.executable, "-c", "import json, sys; sys.path.insert(0, 'scripts/driver'); "
+                                   "import kept_runs; print(kept_runs.content_checksum(json.load(sys.stdin)))"],
+                                  input=json.dumps(report), capture_output=True, text=True, cwd=self.root, check=True)
+        report["run"]["content_sha256"] = checksum.stdout.strip()
         results = self.root / "docs" / "results"
         results.mkdir(parents=True, exist_ok=True)
         (results / "lab01.json").write_text(json.dumps(report), encoding="utf-8")
@@ -111,6 +117,28 @@ class ScratchCopy(unittest.TestCase):
                 self.assertIn("./lab docs --refresh-results 01", result.stderr)
                 path.write_text(before, encoding="utf-8")
                 self.assertEqual(self.lab_pages("check").returncode, 0)
+
+    def test_a_number_edited_by_hand_fails_the_check_though_the_fingerprint_is_fresh(self):
+        path = self.root / "docs" / "results" / "lab01.json"
+        kept = path.read_text(encoding="utf-8")
+        path.write_text(kept.replace("25.34", "12.34"), encoding="utf-8")
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("docs/results/lab01.json: its content checksum does not match", result.stderr)
+        self.assertNotIn("stale", result.stderr)  # the sources did not change: the run did
+        report = json.loads(kept)
+        del report["run"]["content_sha256"]
+        path.write_text(json.dumps(report), encoding="utf-8")
+        self.assertIn("records no content checksum", self.lab_pages("check").stderr)
+        path.write_text(json.dumps(json.loads(kept), indent=3), encoding="utf-8")  # the layout is not the content
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+
+    def test_a_copy_without_kept_runs_says_why_the_docs_are_not_built(self):
+        shutil.rmtree(self.root / "docs" / "results")  # as a release leaves it
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("no kept runs", result.stderr)
+        self.assertEqual(result.stderr.count("\n"), 1, result.stderr)  # one sentence, not a line per placeholder
 
     def test_a_new_file_counts_and_a_run_without_fingerprint_is_stale(self):
         (self.root / "common" / "contention.h").write_text("#pragma once\n", encoding="utf-8")

@@ -228,7 +228,7 @@ class CheckAndGrade(unittest.TestCase):
         self.assertEqual(self.made.call_count, 1, "the latest run is used, not made again")
         run = json.loads((self.dir / "lab02.json").read_text())
         for o in run["observations"]:  # the student's machine measured otherwise: the check follows their run
-            if o["id"] == "weights_7b_fp32_28gb_fp16_14gb":
+            if o["id"] == "weights_7b_bytes":
                 o["measured"]["libtorch"]["fp16_gb"] = 99.0
         (self.dir / "lab02.json").write_text(json.dumps(run))
         self.assertTrue(any("PREDICT off" in l and "measured 99" in l for l in self.check("02")))

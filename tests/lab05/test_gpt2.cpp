@@ -105,8 +105,8 @@ TEST(Lab05Observations, QuickRunHoldsItsClaims) {
   config.csv_path = temp_path("steps.csv");
   speedlabs::Report report("05_gpt2", "cpu");
   const auto results = lab05::run(config, c10::Device(c10::kCPU), report);
-  for (const char* id : {"tokens_loaded", "batches_per_epoch", "initial_loss_near_ln_vocab", "loss_decreases",
-                         "modes_track_fp32", "weights_stay_fp32"}) {
+  for (const char* id : {"tokens_loaded", "batches_per_epoch", "loss_at_step_0", "loss_decreases", "modes_vs_fp32",
+                         "master_weights_dtype"}) {
     SCOPED_TRACE(id);
     EXPECT_EQ(report.at(id).verdict, speedlabs::Verdict::holds);
   }
@@ -205,8 +205,8 @@ TEST(Lab05Observations, ChaptersBatchShapeGives660BatchesAndLnVocabLoss) {
   lab05::run(config, c10::Device(c10::kCPU), report);
   EXPECT_EQ(report.at("batches_per_epoch").measured.get<int64_t>(), 660);
   EXPECT_EQ(report.at("batches_per_epoch").verdict, speedlabs::Verdict::holds);
-  EXPECT_EQ(report.at("initial_loss_near_ln_vocab").verdict, speedlabs::Verdict::holds);
-  EXPECT_EQ(report.at("modes_track_fp32").verdict, speedlabs::Verdict::not_applicable);  // one mode only
+  EXPECT_EQ(report.at("loss_at_step_0").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("modes_vs_fp32").verdict, speedlabs::Verdict::not_applicable);  // one mode only
 }
 
 TEST(Lab05Observations, Fp16RunsWithTheScalerOrSaysWhyNot) {
@@ -223,8 +223,8 @@ TEST(Lab05Observations, Fp16RunsWithTheScalerOrSaysWhyNot) {
   }
   EXPECT_TRUE(speedlabs::testing::timed_with_evidence(fp16));
   EXPECT_NE(fp16.verdict, speedlabs::Verdict::fails);  // 2 timed steps: too few to decide, and it says so
-  EXPECT_EQ(report.at("weights_stay_fp32").verdict, speedlabs::Verdict::holds);
-  EXPECT_EQ(report.at("modes_track_fp32").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("master_weights_dtype").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("modes_vs_fp32").verdict, speedlabs::Verdict::holds);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].nonfinite_fp16_steps, 0);  // the tiny model's losses are far from float16's limit
   EXPECT_GT(results[1].final_loss_scale, 1.0);    // the GradScaler was in use
@@ -419,8 +419,8 @@ size_t line_count(const std::string& path) {
   return lines;
 }
 
-// SIGTERM (or Ctrl-C) stops a run between two steps: exit 3, a line saying where it stopped, and a CSV of
-// whole lines, one per finished step. The lab's own program, started and signalled as a user's shell would.
+// SIGTERM (or Ctrl-C) stops a run between two steps: exit 130 (interrupted), a line saying where it stopped, and a CSV
+// of whole lines, one per finished step. The lab's own program, started and signalled as a user's shell would.
 TEST(Lab05Interrupt, SigtermStopsBetweenStepsAndKeepsTheCsvWhole) {
   SPEEDLABS_REQUIRE_DATA();
   const std::string csv = temp_path("interrupted.csv"), log = temp_path("interrupted.log");
@@ -437,7 +437,7 @@ TEST(Lab05Interrupt, SigtermStopsBetweenStepsAndKeepsTheCsvWhole) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status)) << "ended by a signal instead of stopping between steps";
-  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_EQ(WEXITSTATUS(status), speedlabs::kExitInterrupted);
   const std::string output = speedlabs::read_file(log);
   EXPECT_NE(output.find("interrupted at step"), std::string::npos) << output;
   std::ifstream in(csv);

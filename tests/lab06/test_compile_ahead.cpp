@@ -89,7 +89,7 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   EXPECT_FALSE(graph.reason.empty());
 
   // The losses track fp32, and bf16 autocast really changes the arithmetic (not fp32 bit for bit).
-  EXPECT_EQ(report.at("initial_losses_agree_2x32").verdict, Verdict::holds);
+  EXPECT_EQ(report.at("initial_losses_2x32").verdict, Verdict::holds);
   EXPECT_EQ(report.at("losses_track_fp32_2x32").verdict, Verdict::holds);
   EXPECT_GT(report.at("losses_track_fp32_2x32").measured.at("bf16").get<double>(), 0.0);
   // The tiny model starts near ln(50257) = 10.8 and every step's loss is logged.
@@ -143,7 +143,7 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
   // The Python eager peers ran on the same weights and batches; the fp32 one matches the C++ fp32 rung.
   if (speedlabs::configured_python().empty()) GTEST_SKIP() << "no Python with torch configured";
   EXPECT_EQ(report.at("python_peers_2x32").verdict, Verdict::holds);
-  EXPECT_EQ(report.at("python_eager_matches_cpp_fp32_2x32").verdict, Verdict::holds);
+  EXPECT_EQ(report.at("python_eager_vs_cpp_fp32_2x32").verdict, Verdict::holds);
   ASSERT_EQ(result.peers.size(), 2u);  // fp32 and bf16, eager only on a CPU
   EXPECT_EQ(result.peers[0].name, "python_eager_fp32");
   EXPECT_EQ(result.peers[1].name, "python_eager_bf16");
