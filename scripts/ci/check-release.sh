@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CI's check of ./lab release (called by .ci/run after the grading check):
 #   1. a DIR that exists and is not empty is refused (exit 2) and left as it was;
-#   2. the release holds no answer: no solutions/, no file equal to one under solutions/, no reference/,
-#      every predictions.toml blank; the students' workflow (.github/workflows/check.yml) is there;
+#   2. the release holds no answer: no solutions/, no file equal to one under solutions/, no reference/, no
+#      kept runs (docs/results/: its docs check says why the docs are not built), every predictions.toml blank;
+#      the students' workflow (.github/workflows/check.yml) is there; a commit whose stub is the reference
+#      (re-spaced) is refused, naming both files;
 #   3. a release interrupted by SIGINT leaves neither DIR nor its temporary folder;
 #   4. the release builds and ./lab check 01 runs in it: every exercise TODO, the predictions blank, exit 1.
 #      Only what ./lab check 01 builds (speedlabs_common and lab 01's graded test), with ccache (keyed relative
@@ -38,6 +40,9 @@ echo "check-release: the release holds no answer"
 release="$scratch/release"
 ./lab release "$release" >/dev/null
 [[ ! -e "$release/solutions" && ! -e "$release/reference" ]] || die "the release holds solutions/ or reference/"
+[[ ! -e "$release/docs/results" ]] || die "the release holds the kept runs (docs/results/), the reference's measurements"
+docs_said="$(cd "$release" && python3 scripts/driver/lab_pages.py check 2>&1)" && die "the release's docs check passed without kept runs"
+[[ "$docs_said" == *"no kept runs"* ]] || die "the release's docs check did not say why the docs are not built: $docs_said"
 [[ -f "$release/.github/workflows/check.yml" ]] || die "the release has no .github/workflows/check.yml"
 python3 - "$release" <<'PY'
 import sys
@@ -55,6 +60,17 @@ filled = [f"{p}: {q.name}" for p in files for q in predictions.read(p) if q.answ
 assert not filled, "answers in the release's predictions: " + ", ".join(filled)
 print(f"  {len(files)} predictions files, every answer blank")
 PY
+
+echo "check-release: a stub that is a reference file, even re-spaced, is refused"
+clone="$scratch/clone"
+git clone -q "$root" "$clone"
+sed 's/^  //' solutions/02_float16_limits/exercise.cpp >"$clone/labs/02_float16_limits/exercise.cpp"
+git -C "$clone" -c user.name=check -c user.email=check@localhost commit -qam "a stub that is the answer"
+status=0
+"$clone/lab" release "$scratch/leaked" >"$scratch/leaked.log" 2>&1 || status=$?
+((status != 0)) && grep -q "labs/02_float16_limits/exercise.cpp is solutions/02_float16_limits/exercise.cpp" "$scratch/leaked.log" ||
+  { cat "$scratch/leaked.log" >&2; die "a release whose stub is the reference exited $status without naming it"; }
+[[ ! -e "$scratch/leaked" ]] || die "the refused release left $scratch/leaked"
 
 echo "check-release: the release builds and ./lab check 01 runs in it"
 build_start=$SECONDS

@@ -2,10 +2,12 @@
 # ./lab release DIR: a copy of the suite a class can be handed (a GitHub Classroom template, say).
 #   - every file of the commit checked out (HEAD, as git archive gives it), less what holds an answer:
 #     solutions/ (the exercises' reference and the reference predictions), reference/ (the Python
-#     references the parity tests compare with), tests/grading/cheats/ (the reference with attacks in it)
-#     and .ci/ (the project's own CI, which tests the solutions);
+#     references the parity tests compare with), tests/grading/cheats/ (the reference with attacks in it),
+#     docs/results/ (the kept runs: the reference's measurements) and .ci/ (the project's own CI, which tests
+#     the solutions);
 #   - the stubs (labs/NN_topic/exercise.cpp) and the blank predictions (labs/NN_topic/predictions.toml) as
-#     they are: the release refuses to be made when one of the predictions files holds an answer;
+#     they are: the release refuses to be made when one of the predictions files holds an answer, or when a
+#     file it ships has the content of a reference file (a stub that is the answer, even re-spaced);
 #   - .github/workflows/check.yml (scripts/driver/release/check.yml): the students' CI, ./lab check on every push.
 # DIR must not exist or be empty: a release never writes over anything. It is built in a temporary folder
 # beside DIR and renamed into place at the end; a failure or Ctrl-C leaves nothing behind.
@@ -46,9 +48,33 @@ print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 
+# No file a student gets may be a reference file: a stub whose content equals (or, but for its spacing, equals)
+# a file of solutions/ hands the answer out under the stub's name.
+python3 - <<'PY' || die "a file of the release is a reference answer (above): make the stub a stub again"
+import re, subprocess, sys
+def tree(*paths):
+    out = subprocess.run(["git", "ls-tree", "-r", "HEAD", "--", *paths], capture_output=True, text=True, check=True)
+    return [(line.split()[2], line.split("\t", 1)[1]) for line in out.stdout.splitlines() if " blob " in line]
+def text(blob):
+    return subprocess.run(["git", "cat-file", "blob", blob], capture_output=True, check=True).stdout
+squeeze = lambda data: re.sub(rb"\s+", b"", data)
+reference = {blob: name for blob, name in tree("solutions")}
+squeezed = {squeeze(text(blob)): name for blob, name in reference.items()}
+shipped = [(b, n) for b, n in tree(".") if not n.startswith(("solutions/", "reference/", "tests/grading/cheats/", ".ci/"))]
+bad = [f"{name} is {reference[blob]}" for blob, name in shipped if blob in reference]
+bad += [f"{name} is {squeezed[squeeze(text(blob))]} but for its spacing" for blob, name in shipped
+        if name.startswith("labs/") and blob not in reference and squeeze(text(blob)) in squeezed]
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
 # The committed tree (HEAD): what was reviewed, never someone's half-made change in this working tree.
 git archive --format=tar HEAD | tar -x -C "$staging"
-rm -rf -- "$staging/solutions" "$staging/reference" "$staging/tests/grading/cheats" "$staging/.ci"
+# Left out too: the kept runs (docs/results/), the reference's own measurements, where most machine-independent
+# answers to the predictions can be read; without them the HTML docs are not built in a release (lab_pages.py
+# check says so), and each lesson is its lab's README.md.
+rm -rf -- "$staging/solutions" "$staging/reference" "$staging/tests/grading/cheats" "$staging/.ci" \
+  "$staging/docs/results"
 count="$(find "$staging" -type f | wc -l)"
 mkdir -p "$staging/.github/workflows"
 cp scripts/driver/release/check.yml "$staging/.github/workflows/check.yml"
@@ -57,4 +83,4 @@ cp scripts/driver/release/check.yml "$staging/.github/workflows/check.yml"
 if [[ -d "$dest" ]]; then rmdir -- "$dest"; fi  # empty, checked above
 mv -T -- "$staging" "$dest"
 trap - EXIT INT TERM
-say "release in $dest: $count files, no solutions/, the stubs and blank predictions, .github/workflows/check.yml (./lab check on every push)"
+say "release in $dest: $count files, no solutions/ nor kept runs, the stubs and blank predictions, .github/workflows/check.yml (./lab check on every push)"
