@@ -152,7 +152,10 @@ def predicted(lab, tool, mine=False):
     if not answers.exists() and not answers.is_symlink():
         answers = blank  # the submission has no file: the blank one
     run, result.where = student_run(lab, make=False) if mine else measured_run(lab)
-    answered, result.error = section(tool, official, answers, run)
+    if given and answers.is_symlink():  # a submission's link (to the reference's answers, say) is not its file
+        answered, result.error = None, f"{answers} is a symbolic link: a predictions file is the file itself"
+    else:
+        answered, result.error = section(tool, official, answers, run)
     if result.error:  # the official questions still count: a malformed file earns none of their points
         questions, _ = section(tool, official, official)
         result.official = [q["name"] for q in questions["questions"]] if questions else []

@@ -341,6 +341,17 @@ class CheckAndGrade(unittest.TestCase):
             results, _ = self.grade()
         self.assertFalse([t for t in results["tests"] if "predictions" in t["name"]])
 
+    def test_a_submissions_file_linked_to_the_reference_earns_nothing(self):
+        # A link in the submission to the reference's answers: refused as a link, never read through.
+        folder = graded.lab_folder("02").name
+        (self.dir / "mine" / folder).mkdir(parents=True)
+        (self.dir / "mine" / folder / "predictions.toml").symlink_to(ROOT / "solutions" / folder / "predictions.toml")
+        results, _ = self.grade(("02",))
+        part = next(t for t in results["tests"] if t["name"] == "lab 02: predictions")
+        self.assertEqual(part["score"], 0)
+        self.assertGreater(part["max_score"], 0)
+        self.assertIn("symbolic link", part["output"])
+
     def test_a_submission_cannot_add_questions_or_count_one_twice(self):
         path = with_answers(self.dir / "mine", "02", "solutions")
         text = path.read_text()
