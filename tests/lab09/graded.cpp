@@ -153,12 +153,22 @@ constexpr double kSpeedFull = 1.0 / 3.0;
 constexpr double kSpeedZero = 0.1;
 
 TEST(Lab09_tiled_attention_forward_speed, NearSdpasTimeAtT1024) {
+  // Every timed call gets its own queries (scaled by 1 + call / 1000) and its output is checked against
+  // SDPA's on the same inputs: a wrong or remembered answer earns no speed points.
   torch::NoGradGuard no_grad;
   const auto x = random_qkv(1, 12, 1024, 64, 11);
-  speedlabs::testing::grade_speed(
+  const auto q = [&](int64_t call) { return x.q * (1.0 + 0.001 * static_cast<double>(call)); };
+  speedlabs::testing::grade_speed_checked<torch::Tensor>(
       "tiled_attention_forward (tiles 256 x 256) against libtorch's SDPA at T=1024, 12 heads of 64",
-      [&] { lab09::tiled_attention_forward(x.q, x.k, x.v, 256, 256); },
-      [&] { at::scaled_dot_product_attention(x.q, x.k, x.v, {}, 0.0, /*is_causal=*/true); }, {kSpeedFull, kSpeedZero});
+      [&](int64_t call) { return lab09::tiled_attention_forward(q(call), x.k, x.v, 256, 256).out; },
+      [&](int64_t call) { return at::scaled_dot_product_attention(q(call), x.k, x.v, {}, 0.0, /*is_causal=*/true); },
+      [](const torch::Tensor& mine, const torch::Tensor& best) {
+        if (!mine.defined() || mine.sizes() != best.sizes()) return std::string("an output of another shape");
+        if (torch::allclose(mine.to(best.dtype()), best, kAttentionRtol, kAttentionAtol)) return std::string();
+        return "largest difference from SDPA " +
+               std::to_string((mine.to(best.dtype()) - best).abs().max().item<double>());
+      },
+      {kSpeedFull, kSpeedZero});
 }
 
 // --- the optional GPU exercise: flash_attention.cu, graded where a GPU is ----------------------------------

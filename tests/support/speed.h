@@ -90,4 +90,40 @@ inline void grade_speed(const std::string& what, const std::function<void()>& ex
       rule);
 }
 
+/// grade_speed() on checked results: call i of each side (numbered from 0 across the measurement's attempts)
+/// gets input number i, which the caller makes different for every i (a memoised answer earns nothing), and
+/// every output of @p exercise is compared, after its measurement and outside the timed calls, with
+/// @p best's output for the same input by @p differs (empty when they agree, else how they differ). One
+/// output that differs fails the test: speed points are earned only by the results they check.
+template <typename Out>
+void grade_speed_checked(const std::string& what, const std::function<Out(int64_t)>& exercise,
+                         const std::function<Out(int64_t)>& best,
+                         const std::function<std::string(const Out& mine, const Out& best)>& differs,
+                         const SpeedRule& rule = {}, const c10::Device& device = c10::Device(c10::kCPU)) {
+  int64_t first = 0;
+  std::string wrong;
+  grade_speed_of(
+      what,
+      [&] {
+        std::vector<Out> outputs;
+        int64_t best_calls = 0;
+        const auto timed =
+            time_interleaved({[&] { outputs.push_back(exercise(first + static_cast<int64_t>(outputs.size()))); },
+                              [&] { (void)best(first + best_calls++); }},
+                             device, rule.timing);
+        for (size_t i = 0; i < outputs.size() && wrong.empty(); ++i) {
+          const int64_t input = first + static_cast<int64_t>(i);
+          const std::string why = differs(outputs[i], best(input));
+          if (!why.empty()) wrong = "timed call " + std::to_string(input) + ": " + why;
+        }
+        first += std::max(static_cast<int64_t>(outputs.size()), best_calls);
+        Evidence evidence;
+        evidence.value = timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; });
+        evidence.contention = timed.contention;
+        return evidence;
+      },
+      rule);
+  EXPECT_TRUE(wrong.empty()) << what << ": a timed result is wrong, so its speed earns nothing: " << wrong;
+}
+
 }  // namespace speedlabs::testing
