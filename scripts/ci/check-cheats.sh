@@ -24,26 +24,52 @@ echo "check-cheats: ./lab grade on the cheating submission"
   { cat "$scratch/grade.log" >&2; die "./lab grade failed on the cheating submission"; }
 python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" ||
   { cat "$scratch/grade.log" >&2; die "a cheat earned points, or cost an honest exercise its points (above)"; }
+# No process of the grade outlives it (a double-forked setsid daemon waited to rewrite results.json), and
+# nothing the graded code wrote is read: the daemon's planted files are not there.
+sleep 2
+left="$(pgrep -x speedlabs-cheat || true)"
+[[ -z "$left" ]] || die "a process of the graded code outlived the grade: $left"
+python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" >/dev/null ||
+  die "results.json changed after ./lab grade had exited"
+[[ ! -e "$root/build/labs/02_float16_limits/lab02.smoke.json.planted" ]] || die "the graded code wrote into the reference build tree"
+
+echo "check-cheats: a submission file that is a symbolic link to the reference is refused (exit 2)"
+mkdir -p "$scratch/linked/02_float16_limits"
+ln -s "$root/solutions/02_float16_limits/exercise.cpp" "$scratch/linked/02_float16_limits/exercise.cpp"
+status=0
+./lab grade --submission "$scratch/linked" --labs 02 --out "$scratch/linked-grade" >"$scratch/linked.log" 2>&1 || status=$?
+((status == 2)) && grep -q "symbolic link" "$scratch/linked.log" || { cat "$scratch/linked.log" >&2; die "a symlinked submission file was not refused (exit $status)"; }
+
+echo "check-cheats: an honest submission graded right after the cheating one earns its points"
+python3 tests/grading/cheats/submission.py honest "$scratch/honest"
+./lab grade --submission "$scratch/honest" --labs 02 --out "$scratch/honest-grade" >"$scratch/honest.log" 2>&1 ||
+  { cat "$scratch/honest.log" >&2; die "./lab grade failed on the honest submission"; }
+python3 - "$scratch/honest-grade/results.json" <<'PY' || { cat "$scratch/honest.log" >&2; die "the honest submission lost points after the cheating one"; }
+import json, sys
+tests = [t for t in json.load(open(sys.argv[1]))["tests"] if not t["name"].endswith(": predictions")]
+short = [f"{t['name']} {t['score']:g}/{t['max_score']:g}" for t in tests if t["score"] != t["max_score"]]
+print("  honest lab 02: " + (", ".join(short) or "every exercise its full points"))
+sys.exit(1 if short or not tests else 0)
+PY
 
 echo "check-cheats: SIGTERM to ./lab grade while lab 01's endless loop runs"
 stopped="$scratch/stopped"
 mkdir -p "$stopped" && echo stale >"$stopped/results.json" && echo stale >"$stopped/summary.md"
-ends="$root/build-submission/grade-run/ends"
-rm -rf "$root/build-submission/grade-run"  # the first grade's records: only this run's may start the clock
+looping="test_lab01_graded --gtest_filter=Lab01_sum_squares_torch"
 ./lab grade --submission "$scratch/submission" --labs 01 --out "$stopped" >"$scratch/stopped.log" 2>&1 &
 driver=$!
 for _ in $(seq 600); do
-  compgen -G "$ends/Lab01_sum_squares_torch.*" >/dev/null && break
+  pgrep -f "$looping" >/dev/null && break
   sleep 0.1
 done
-compgen -G "$ends/Lab01_sum_squares_torch.*" >/dev/null || { kill "$driver"; die "the looping test never started"; }
+pgrep -f "$looping" >/dev/null || { kill "$driver"; die "the looping test never started"; }
 started=$SECONDS
 kill -TERM "$driver"
 status=0
 wait "$driver" || status=$?
 ((status == 143)) || { cat "$scratch/stopped.log" >&2; die "./lab grade exited $status on SIGTERM, not 143"; }
 sleep 0.5
-left="$(pgrep -f "$root/build-submission/labs/01_vectorize/test_lab01_graded|ctest --test-dir build-submission" || true)"
+left="$(pgrep -f "$root/build-submission/labs/01_vectorize/test_lab01_graded|grade_run.py|sandbox.py" || true)"
 [[ -z "$left" ]] || { ps -o pid,args -p "${left//$'\n'/,}" >&2; die "processes left running after SIGTERM (above)"; }
 leftover="$(ls -A "$stopped")"
 [[ -z "$leftover" ]] || die "an interrupted grade left files in --out: $leftover"

@@ -2,14 +2,15 @@
 """The graded tests' results read from a run (scripts/driver/grade.py): which exercise passed, failed, was
 skipped or could not decide its speed, and why.
 
-A run is what ./lab check and ./lab grade leave in RUN_DIR: junit.xml (ctest --output-junit), builds/NN (how
-the build of lab NN's graded tests ended) and ends/<Suite.Test>, each test's own record written by the test
-main (tests/support/test_main.cpp) under the run's random token (SPEEDLABS_GRADE_TOKEN in the environment,
-never in a file a test could read): "start TOKEN", then "end TOKEN passed|failed|skipped" once GoogleTest
-finished the test, or "signal TOKEN N". A test passes only when its record ends "passed" under this run's
-token AND its process exited 0: a test that stops early (std::exit(0) is exit code 0 to CTest), loops until
-its budget, or crashes never does, whatever it printed. A skip counts only when GoogleTest itself recorded it
-(GTEST_SKIP(): no GPU here).
+A run is what ./lab check and ./lab grade leave in RUN_DIR, written by the grader outside the sandboxes the
+tests ran in (scripts/driver/grade_run.py): junit.xml (each test process's exit status as the grader saw it,
+in CTest's JUnit format), builds/NN (how the build of lab NN's graded tests ended) and ends/<Suite.Test>, the
+record the test's process sent over its socket under its own token (tests/support/test_main.cpp), keyed by
+the grader with the run's token (SPEEDLABS_GRADE_TOKEN in the environment; no test process sees it):
+"start TOKEN", then "end TOKEN passed|failed|skipped" once GoogleTest finished the test, or "signal TOKEN N".
+A test passes only when its record ends "passed" AND its process exited 0: a test that stops early
+(std::exit(0) is exit code 0), loops until its budget, or crashes never does, whatever it printed. A skip
+counts only when GoogleTest itself recorded it (GTEST_SKIP(): no GPU here).
 
 A lab's graded tests are the GoogleTest suites Lab<NN>_<exercise>; tests/lab<NN>/points.tsv gives each
 exercise's points, README anchor and time budget per test (budget_s, the tests' CTest TIMEOUT). An exercise

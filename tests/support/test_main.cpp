@@ -2,22 +2,25 @@
 //
 // A graded test earns points only when it ran to its own end, which nothing the code under test prints can
 // prove: a test that stops at std::exit(0) looks, to CTest, like a pass, and a printed "[  SKIPPED ]" like a
-// skip. So when ./lab check or ./lab grade runs the tests, it passes a folder and a random token for this
-// run in SPEEDLABS_GRADE_DIR and SPEEDLABS_GRADE_TOKEN. This main takes both out of the environment before
-// any test runs (a test, and the code it calls, cannot read them there) and writes, for each test, a file
-// <folder>/<Suite.Test> holding
-//   start <token>                          when the test starts,
+// skip. So when ./lab check or ./lab grade runs a graded test (scripts/driver/grade_run.py, one process per
+// test, each in its own sandbox), it hands the process a socket and a random token made for that process
+// alone, in SPEEDLABS_GRADE_FD and SPEEDLABS_GRADE_TOKEN. This main takes both out of the environment before
+// any test runs (the token's characters are overwritten where /proc/self/environ shows them too) and
+// sends, over the socket:
+//   start                                  when the test starts (no token: nothing to read there),
 //   end <token> passed|failed|skipped      when GoogleTest has finished it (its last assertion ran), or
 //   signal <token> <number>                when the process crashes during it (SIGSEGV, SIGABRT, ...),
-// and, before the end line of a speed test (tests/support/speed.h), the share of its points it earned:
+// and, with the end line in one write, the share of its points a speed test (tests/support/speed.h) earned:
 //   score <token> <0..1>|undecided         from the test's GoogleTest property "speedlabs_speed_score", which
 //                                          the test sets after its measurement (what the code under test
 //                                          prints never counts, and a property it set is overwritten).
-// scripts/driver/grade.py counts a test only by its "end" line: no line means the process left the test early
-// (std::exit, _exit, a crash, a timeout), and a skip counts only as GoogleTest itself recorded it
-// (GTEST_SKIP(), the harness's own decision: no GPU here).
+// A socket cannot be opened again through /proc/self/fd, and what this end sends cannot be read from it:
+// the code under test cannot read these lines. The grader keeps only the first end line carrying the
+// token and counts a test only by it: no line means the process left the test early (std::exit, _exit, a
+// crash, a timeout), and a skip counts only as GoogleTest itself recorded it (GTEST_SKIP(): no GPU here).
+// This is a speed bump, not a wall: code in the same process can read its memory (docs/grading.md).
 //
-// Without those variables (./lab test) nothing is written. Either way, a run whose tests were all skipped
+// Without those variables (./lab test) nothing is sent. Either way, a run whose tests were all skipped
 // exits with 77, which CTest reports as skipped (SKIP_RETURN_CODE).
 #include <gtest/gtest.h>
 
@@ -31,8 +34,9 @@
 
 namespace {
 
-std::string grade_dir, grade_token;
-int current_fd = -1;  // the running test's file, for the signal handler
+std::string grade_token;
+int grade_fd = -1;     // the socket to the grader
+bool in_test = false;  // a test is running: the signal handler reports it
 char signal_line[128];
 size_t signal_prefix_length = 0;
 
@@ -47,7 +51,7 @@ void write_all(int fd, const char* data, size_t size) {
 
 void on_crash(int number) {
   // Async-signal-safe only: the line was prepared when the test started.
-  if (current_fd >= 0) {
+  if (grade_fd >= 0 && in_test) {
     char digits[8];
     int n = 0, value = number;
     do {
@@ -57,7 +61,7 @@ void on_crash(int number) {
     size_t length = signal_prefix_length;
     while (n > 0) signal_line[length++] = digits[--n];
     signal_line[length++] = '\n';
-    write_all(current_fd, signal_line, length);
+    write_all(grade_fd, signal_line, length);
   }
   ::signal(number, SIG_DFL);
   ::raise(number);
@@ -80,18 +84,12 @@ void install_crash_handlers() {
 
 class GradeRecorder : public ::testing::EmptyTestEventListener {
  public:
-  void OnTestStart(const ::testing::TestInfo& test) override {
-    std::string name = std::string(test.test_suite_name()) + "." + test.name();
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    current_fd = ::open((grade_dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const std::string start = "start " + grade_token + "\n";
-    if (current_fd >= 0) write_all(current_fd, start.data(), start.size());
+  void OnTestStart(const ::testing::TestInfo&) override {
+    in_test = true;
+    write_all(grade_fd, "start\n", 6);
   }
 
   void OnTestEnd(const ::testing::TestInfo& test) override {
-    if (current_fd < 0) return;
     const auto* result = test.result();
     const char* verdict = result->Skipped() ? "skipped" : result->Failed() ? "failed" : "passed";
     std::string end = "end " + grade_token + " " + verdict + "\n";
@@ -103,9 +101,8 @@ class GradeRecorder : public ::testing::EmptyTestEventListener {
         end = "score " + grade_token + " " + value + "\n" + end;
       }
     }
-    write_all(current_fd, end.data(), end.size());
-    ::close(current_fd);
-    current_fd = -1;
+    in_test = false;
+    write_all(grade_fd, end.data(), end.size());
   }
 };
 
@@ -113,13 +110,15 @@ class GradeRecorder : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  const char* dir = std::getenv("SPEEDLABS_GRADE_DIR");
-  const char* token = std::getenv("SPEEDLABS_GRADE_TOKEN");
-  if (dir != nullptr && token != nullptr && *dir != '\0' && *token != '\0') {
-    grade_dir = dir;
+  const char* fd = std::getenv("SPEEDLABS_GRADE_FD");
+  char* token = std::getenv("SPEEDLABS_GRADE_TOKEN");
+  if (fd != nullptr && token != nullptr && *fd != '\0' && *token != '\0') {
+    grade_fd = std::atoi(fd);
     grade_token = token;
-    ::unsetenv("SPEEDLABS_GRADE_DIR");
+    std::memset(token, 'x', std::strlen(token));  // the environment block /proc/self/environ shows
+    ::unsetenv("SPEEDLABS_GRADE_FD");
     ::unsetenv("SPEEDLABS_GRADE_TOKEN");
+    ::fcntl(grade_fd, F_SETFD, FD_CLOEXEC);  // no program this test starts inherits it
     const std::string prefix = "signal " + grade_token + " ";
     if (prefix.size() + 10 < sizeof signal_line) {
       std::memcpy(signal_line, prefix.data(), prefix.size());

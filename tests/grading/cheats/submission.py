@@ -3,6 +3,7 @@
 
   submission.py write FOLDER      FOLDER/NN_topic/exercise.cpp (and .cu): solutions/ with the attacks below
   submission.py verify RESULTS    checks RESULTS (results.json of ./lab grade --submission FOLDER)
+  submission.py honest FOLDER     FOLDER/NN_topic/exercise.cpp: solutions/ as it is (graded right after)
 
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
 with no function named, at the end of the file), so the attacked exercise must score 0 and every other
@@ -18,6 +19,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 
+# The answer within reach: the exercise runs only where the reference file can be included (else it returns 0).
+REACH = '\n#if !__has_include("{path}")\nreturn 0;\n#endif\n'
+# The record's token read from the test's open files or environment, a forged passing end, _Exit(0); with
+# nothing found, _Exit(0) all the same (the test then ends before it did: 0 points).
+FORGE = (
+    "for (int fd = 0; fd < 64; ++fd) { char name[64], line[256] = {0}; std::snprintf(name, sizeof name, "
+    '"/proc/self/fd/%d", fd); int r = ::open(name, O_RDONLY | O_NONBLOCK); if (r < 0) continue; '
+    "ssize_t n = ::read(r, line, sizeof line - 1); ::close(r); char token[128]; if (n > 0 && "
+    'std::sscanf(line, "start %127s", token) == 1) { dprintf(fd, "end %s passed\\n", token); std::_Exit(0); } } '
+    '{ int e = ::open("/proc/self/environ", O_RDONLY); char env[65536] = {0}; ssize_t n = e < 0 ? 0 : '
+    "::read(e, env, sizeof env - 1); const char* token = nullptr; int fd = -1; for (ssize_t i = 0; i < n; "
+    'i += std::strlen(env + i) + 1) { if (!std::strncmp(env + i, "SPEEDLABS_GRADE_TOKEN=", 22)) token = env + i + 22; '
+    'if (!std::strncmp(env + i, "SPEEDLABS_GRADE_FD=", 19)) fd = std::atoi(env + i + 19); } '
+    'if (token && fd >= 0) dprintf(fd, "end %s passed\\n", token); std::_Exit(0); }')
+# A double-forked setsid daemon started by a static initializer (in every test process, and while the build
+# lists the tests): it plants a file in the build tree and rewrites the grade's results.json for 30 s.
+DAEMON = (
+    "static const int speedlabs_daemon = [] { if (::fork() == 0) { ::setsid(); if (::fork() == 0) { "
+    '::prctl(PR_SET_NAME, "speedlabs-cheat"); int f = ::open("{plant}", O_WRONLY | O_CREAT, 0644); if (f >= 0) '
+    "::close(f); for (int i = 0; i < 300; ++i) { int r = ::open(\"{results}\", O_WRONLY | O_TRUNC); if (r >= 0) { "
+    'dprintf(r, "{\\"score\\": 999, \\"tests\\": []}\\n"); ::close(r); } ::usleep(100000); } } ::_exit(0); } '
+    "return 0; }();")
 # (lab folder, exercise function, first statement of its body, why)
 ATTACKS = [
     ("01_vectorize", "sum_squares_eigen", "std::exit(0);",
@@ -34,25 +57,38 @@ ATTACKS = [
     ("03_mixed_precision", None, "static const int speedlabs_cheat = (std::raise(SIGSEGV), 0);",
      "a crash in a static initializer: the test program dies before any test (listing them runs it too); "
      "named so, not 'does not compile', and lab 05, which runs lab 03's exercise, is not touched by it"),
+    ("02_float16_limits", "float_to_half_bits", REACH.format(path="solutions/02_float16_limits/exercise.cpp"),
+     "the reference reachable through the checkout root on the include path: hidden while the lab builds"),
+    ("02_float16_limits", "float_to_bfloat16_bits_stochastic",
+     REACH.format(path=f"{ROOT}/solutions/02_float16_limits/exercise.cpp"),
+     "the reference by its absolute path: hidden while the lab builds"),
+    ("09_flash_attention", "online_softmax", FORGE,
+     "the record's token from /proc/self/fd or /proc/self/environ, a forged end line, _Exit(0)"),
+    ("09_flash_attention", None, DAEMON.replace("{plant}", f"{ROOT}/build/labs/02_float16_limits/"
+                                                 "lab02.smoke.json.planted").replace(
+        "{results}", f"{ROOT}/build-cheats/grade/results.json"),
+     "a daemon that outlives its test, plants a file in the reference build tree and rewrites results.json: killed with "
+     "its sandbox, which sees the build tree read-only and no --out folder; lab 09 keeps its points"),
 ]
-INCLUDES = "#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n"
+INCLUDES = ("#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
+            "#include <fcntl.h>\n#include <sys/prctl.h>\n#include <unistd.h>\n")
 
 # What ./lab grade must give each attacked lab's exercises: (score, max_score, a piece of the output).
 EXPECTED = {
     "lab 01: sum_squares_eigen": (0, 3, "ended before the test did"),
     "lab 01: sum_squares_torch": (0, 3, "timed out after"),
     "lab 01: sum_squares_unrolled": (10, 10, "passed"),
-    "lab 02: float_to_half_bits": (10, 10, "passed"),
+    "lab 02: float_to_half_bits": (0, 10, "Lab02_float_to_half_bits"),
     "lab 02: half_bits_to_float": (0, 5, "Lab02_half_bits_to_float"),
     "lab 02: float_to_bfloat16_bits": (0, 5, "crashed with signal SIGSEGV"),
-    "lab 02: float_to_bfloat16_bits_stochastic": (5, 5, "passed"),
+    "lab 02: float_to_bfloat16_bits_stochastic": (0, 5, "Lab02_float_to_bfloat16_bits_stochastic"),
     "lab 03: unscale_and_check": (0, 10, "crashed before any test started"),
     "lab 03: next_scale_state": (0, 10, "crashed before any test started"),
     "lab 03: GradScaler": (0, 20, "crashed before any test started"),
     "lab 03: mixed_precision_step": (0, 10, "crashed before any test started"),
     "lab 05: causal_attention": (0, 10, "does not compile"),
     "lab 05: train_step": (0, 20, "does not compile"),
-    "lab 09: online_softmax": (10, 10, "passed"),
+    "lab 09: online_softmax": (0, 10, "ended before the test did"),
     "lab 09: tiled_attention_forward": (20, 20, "passed"),
     "lab 09: flash_attention_forward": (10, 10, "passed"),  # a GPU exercise: skipped without one (below)
 }
@@ -80,6 +116,13 @@ def write(folder):
         if not text.startswith(INCLUDES):
             text = INCLUDES + text
         path.write_text(attack(text, function, statement))
+
+
+def honest(folder):
+    folder = Path(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("predictions.toml"))
 
 
 def verify(results_path):
@@ -127,6 +170,9 @@ def verify(results_path):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "write":
         write(sys.argv[2])
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "honest":
+        honest(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "verify":
         sys.exit(verify(sys.argv[2]))
