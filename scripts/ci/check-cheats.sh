@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # CI's check that the grader cannot be fooled (called by scripts/ci/check-grading.sh):
-#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03 and 05
+#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03, 05 and 09
 #      (tests/grading/cheats/submission.py: exit(0), an endless loop, a printed "[  SKIPPED ]", a segfault,
-#      a crash in a static initializer, a compile error) graded by ./lab grade --submission: each attacked exercise scores 0, every other
-#      exercise its full points (lab 09, which runs lab 05's exercise, among them); lab 01 is named three
-#      ways (--labs 01,1,001) and must be graded once;
-#   2. SIGTERM to ./lab grade while a test runs ends ctest and the test processes at once, and leaves none
-#      of the three result files (an earlier run's included).
-# Only the attacked labs' graded tests and lab 09's are built (build-submission/), from ccache where the
-# reference build compiled the same sources.
+#      a crash in a static initializer, a compile error, the reference reached through __has_include, the
+#      record's token forged from /proc/self/fd or /proc/self/environ, a daemon that outlives its test and
+#      writes into build/ and results.json) graded by ./lab grade --submission: each attacked exercise scores
+#      0, every other exercise its full points; lab 01 is named three ways (--labs 01,1,001) and must be
+#      graded once; no process of the grade is left, build/ holds no planted file and results.json is
+#      unchanged after it;
+#   2. a submission file that is a symbolic link to the reference is refused (exit 2), and an honest
+#      submission graded right after the cheating one earns lab 02's full points;
+#   3. SIGTERM to ./lab grade while a test runs ends the grader and the test processes at once, and leaves
+#      none of the three result files (an earlier run's included).
+# Only the attacked labs' graded tests are built (build-submission/), from ccache where the reference build
+# compiled the same sources.
 set -euo pipefail
 check_start=$SECONDS
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
