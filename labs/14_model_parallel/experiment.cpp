@@ -35,11 +35,12 @@ using speedlabs::scientific;
 // gradient counted twice or dropped all change the loss in its 2nd or 3rd digit.
 constexpr double kLossRtol = 1e-4;
 // The bubble: measured idle share of the pipeline's phase against (N-1)/(M+N-1), absolute. The formula assumes
-// stages of equal work and messages that take no time; here stage 0 also embeds and the last stage also runs
-// the head and the loss (a 256-token vocabulary keeps both small next to a block), and each micro-batch's
-// activation crosses between processes in shared memory. A few percent of a stage's time for each; 0.08 is
-// the sum of those with room to spare, and far below the formula's steps between M = 1, 2, 4, 8 (0.5, 0.33,
-// 0.2, 0.11 at N = 2).
+// stages of equal work and messages that take no time. Here the last stage also runs ln_f, the head and the loss:
+// per token 2 C V = 33k floating-point operations against 2 x 24 C^2 = 197k for its two blocks' matrices at C = 64 (V =
+// 256), about 15% more work (8% at C = 128). With 2 stages, the last one r = 1.15 times slower, the mean idle share is
+// 1 - M (1 + r) / (2 (1 + M r)): +0.00 at M = 1, +0.03 at M = 4, +0.05 at M = 8 above the formula. Messages
+// (one activation of 16-128 KiB per micro-batch, in shared memory) add microseconds. 0.08 holds those with room,
+// and stays far below the formula's steps between M = 1, 2, 4, 8 (0.5, 0.33, 0.2, 0.11 at N = 2).
 constexpr double kBubbleTolerance = 0.08;
 
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
@@ -149,6 +150,29 @@ void observe_pipeline_losses(const Config& config, const Jobs& jobs, speedlabs::
                measured, "<= " + scientific(kLossRtol, 1) + " relative for every run", worst <= kLossRtol);
 }
 
+// The median forward and backward of each stage in @p run, in ms, over the steps after the first: what the
+// formula assumes equal across the stages.
+nlohmann::json stage_op_ms(const nlohmann::json& run, int stages) {
+  const int m = run.at("micro_batches").get<int>();
+  const std::string schedule = run.at("schedule").get<std::string>();
+  nlohmann::json out{{"forward", nlohmann::json::array()}, {"backward", nlohmann::json::array()}};
+  for (int s = 0; s < stages; ++s) {
+    const auto ops = schedule_for(schedule, s, stages, m);
+    std::vector<double> forward, backward;
+    for (size_t step = 1; step < run.at("times").size(); ++step) {
+      const auto times = run.at("times")[step].get<std::vector<int64_t>>();
+      const size_t base = static_cast<size_t>(s) * (times.size() / static_cast<size_t>(stages));
+      for (size_t k = 0; k < ops.size(); ++k) {
+        const double ms = static_cast<double>(times[base + 2 + 2 * k] - times[base + 1 + 2 * k]) / 1e6;
+        (ops[k].kind == PipeOp::forward ? forward : backward).push_back(ms);
+      }
+    }
+    out["forward"].push_back(speedlabs::summarize_samples(forward).median);
+    out["backward"].push_back(speedlabs::summarize_samples(backward).median);
+  }
+  return out;
+}
+
 void observe_bubble(const Config& config, const Jobs& jobs, speedlabs::Report& report) {
   const int n = config.pp;
   nlohmann::json measured;
@@ -166,6 +190,7 @@ void observe_bubble(const Config& config, const Jobs& jobs, speedlabs::Report& r
     const double median = speedlabs::summarize_samples(shares).median;
     measured[key] = median;
     measured[key + "_formula"] = bubble_formula(n, m);
+    if (m == config.micro_batches) measured[key + "_stage_ms"] = stage_op_ms(run, n);
     bounds.push_back({"idle share, " + key, median, 0, 1});
   }
   speedlabs::Evidence evidence;

@@ -138,10 +138,10 @@ class StageRunner {
       trace.loss += held.output.item<double>();
     } else {
       held.output = h;
-      send(h, stage_.index + 1, m);
     }
+    trace.times.push_back(now_ns());  // the compute ends; posting the message is the pipeline's cost, idle here
+    if (!stage_.last()) send(h, stage_.index + 1, m);
     held_[m] = std::move(held);
-    trace.times.push_back(now_ns());
   }
 
   void backward(int m, StepTrace& trace) {
@@ -155,8 +155,8 @@ class StageRunner {
       trace.times.push_back(now_ns());
       held.output.backward(grad);
     }
-    if (!stage_.first()) send(held.input.grad(), stage_.index - 1, kGradientTag + m);
     trace.times.push_back(now_ns());
+    if (!stage_.first()) send(held.input.grad(), stage_.index - 1, kGradientTag + m);
   }
 
   Stage& stage_;
