@@ -1,0 +1,57 @@
+/// @file labs/13_speedrun/exercise.h
+/// @brief Lab 13 exercise: your trainer for the speedrun. The lab hands it the training stream and a model
+/// size, calls step() against the clock, and judges only the weights it hands back.
+///
+/// The stub in labs/13_speedrun/exercise.cpp is a plain float32 AdamW trainer, the same recipe as the lab's
+/// baseline, so a fresh clone runs and scores about 1. Make it faster with what labs 03 to 12 taught. Check
+/// your work with `./lab check 13`; race it with `./lab speedrun`.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/gpt.h"
+
+namespace lab13 {
+
+/// What a trainer is given. The validation tokens are not in it, nor anywhere the trainer is handed.
+struct TrainerConfig {
+  /// The model: the common GPT (common/gpt.h) of this size. The evaluator loads weights() into a float32 GPT of
+  /// exactly this size, so a trainer trains this architecture, whatever precision it computes in.
+  speedlabs::gpt::GPTConfig model;
+  int64_t batch = 8;   ///< the run's B (--batch): a trainer may use it or choose its own
+  int64_t seq = 64;    ///< the run's T (--seq, at most model.block_size): likewise
+  double lr = 1e-3;    ///< the baseline's learning rate (--lr): likewise
+  uint64_t seed = 42;  ///< seed the initial weights with it (torch::manual_seed before building the model)
+  int max_steps = 0;   ///< the step cap: step() is called at most this often (a schedule may use it)
+  /// The training stream: tiny shakespeare's GPT-2 tokens without the validation split.
+  std::shared_ptr<const std::vector<int32_t>> train_tokens;
+  /// Techniques (names from Trainer::techniques()) to leave off in this run: the lab's ablation turns each
+  /// off in turn to measure its share of the speed-up. A trainer honours the names it lists.
+  std::set<std::string> disabled;
+};
+
+/// A trainer in the speedrun. Everything it does between init() and its last step(), weights() included, is
+/// timed; the lab's validation between steps is not.
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  /// Builds the model (seeded with config.seed), its optimizer and its data loading. Timed.
+  virtual void init(const TrainerConfig& config) = 0;
+  /// One optimizer step on the next batch of the training stream. Timed.
+  virtual void step() = 0;
+  /// The model's weights as float32 tensors on the CPU, named as speedlabs::gpt::GPT's named_parameters()
+  /// (every one of them, the tied lm_head included in transformer.wte.weight). Timed.
+  virtual speedlabs::gpt::NamedTensors weights() = 0;
+  /// The techniques this trainer uses that TrainerConfig::disabled can turn off, e.g. {"bf16", "sdpa"}.
+  virtual std::vector<std::string> techniques() const { return {}; }
+};
+
+/// Your trainer: the one the lab races against its baseline.
+std::unique_ptr<Trainer> make_trainer();
+
+}  // namespace lab13

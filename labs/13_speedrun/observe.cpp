@@ -1,0 +1,135 @@
+// The speedrun's observations: both trainers reach the target, the score, the split, MFU, the ablation.
+#include <algorithm>
+#include <cmath>
+
+#include "common/format.h"
+#include "common/peaks.h"
+#include "common/sequential.h"
+#include "common/timer.h"
+#include "outputs.h"
+
+namespace lab13 {
+
+using speedlabs::fixed;
+
+namespace {
+
+nlohmann::json run_of(const Contender& c) {
+  return {{"steps", c.steps()},
+          {"seconds", c.total_ms() / 1000.0},
+          {"init_s", c.init_ms / 1000.0},
+          {"final_val_loss", c.curve.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.curve.back().val_loss)},
+          {"reached", c.reached},
+          {"failure", c.failure}};
+}
+
+void record_reached(const Contender& c, const Config& config, speedlabs::Report& report, const std::string& id,
+                    const std::string& who) {
+  report.check(
+      id, who + " gets the evaluator's validation loss to the target within the step cap, its weights finite",
+      run_of(c),
+      "validation loss <= " + fixed(config.target, 2) + " within " + std::to_string(config.step_cap) + " steps",
+      c.reached);
+}
+
+double median_step_ms(const Contender& c);
+
+}  // namespace
+
+speedlabs::Summary per_round_scores(const Outcome& o) {
+  const Contender &b = o.baseline, &t = o.trainer;
+  std::vector<double> scores;
+  const size_t n = std::min(b.step_ms.size(), t.step_ms.size());
+  for (size_t k = 0; k < n; ++k) {
+    const double base = b.init_ms + b.weights_ms + b.steps() * b.step_ms[k];
+    const double mine = t.init_ms + t.weights_ms + t.steps() * t.step_ms[k];
+    scores.push_back(base / mine);
+  }
+  if (scores.empty()) scores.push_back(o.score);
+  return speedlabs::summarize_samples(scores);
+}
+
+namespace {
+
+double median_step_ms(const Contender& c) {
+  return c.step_ms.empty() ? 0.0 : speedlabs::summarize_samples(c.step_ms).median;
+}
+
+double tokens_per_step(const Contender& c) { return static_cast<double>(c.config.batch * c.config.seq); }
+
+void record_score(const Outcome& o, speedlabs::Report& report) {
+  const std::string id = "speedup_over_baseline";
+  const std::string claim =
+      "the score: the baseline's time to the target over the trainer's, both timed side by side in one run "
+      "(init, steps and weights(); validation not timed)";
+  const std::string expected = "score > 1 (faster than the baseline), reported";
+  nlohmann::json measured = {{"score", o.score},
+                             {"baseline_s", o.baseline.total_ms() / 1000.0},
+                             {"trainer_s", o.trainer.total_ms() / 1000.0},
+                             {"baseline_steps", o.baseline.steps()},
+                             {"trainer_steps", o.trainer.steps()}};
+  if (o.score <= 0) {
+    measured["reason"] = o.score_reason;
+    if (!o.trainer.reached) {
+      report.check(id, claim, measured, expected, false, false).reason = o.score_reason;
+    } else {
+      report.not_applicable(id, claim, expected, o.score_reason, false);
+    }
+    return;
+  }
+  speedlabs::Evidence evidence;
+  evidence.value = per_round_scores(o);
+  evidence.contention = o.contention;
+  evidence.load = speedlabs::LoadEffect::ratio;  // both sides CPU-bound, timed in alternating order
+  evidence.bounds = {speedlabs::positive_finite("score", o.score)};
+  report.decide(
+      id, claim, measured, expected, evidence, [](double s) { return s > 1.0; }, false);
+}
+
+void record_split(const Outcome& o, speedlabs::Report& report) {
+  const auto handed = static_cast<int64_t>(o.baseline.config.train_tokens->size());
+  const bool same_stream = o.trainer.config.train_tokens == o.baseline.config.train_tokens;
+  const bool disjoint = o.split.train_end <= o.split.validation_begin && handed == o.split.train_end;
+  report.check("validation_never_seen",
+               "the trainers are handed the training stream only: the validation split is the last tokens, a copy "
+               "that only the evaluator reads",
+               {{"train_tokens", {o.split.train_begin, o.split.train_end}},
+                {"validation_tokens", {o.split.validation_begin, o.split.validation_end}},
+                {"handed_tokens", handed},
+                {"one_stream_for_both", same_stream}},
+               "training [0, v), validation [v, end), the stream handed ends at v", disjoint && same_stream);
+}
+
+void record_mfu(const Outcome& o, speedlabs::Report& report) {
+  const c10::Device cpu(c10::kCPU);
+  const speedlabs::TheoreticalPeak peak = speedlabs::theoretical_peak(cpu, speedlabs::PeakFormat::fp32);
+  nlohmann::json measured;
+  bool sane = true;
+  for (const Contender* c : {&o.baseline, &o.trainer}) {
+    const double ms = median_step_ms(*c);
+    const double flops = speedlabs::gpt_model_flops_per_step(c->config.model, c->config.batch, c->config.seq);
+    const double mfu = speedlabs::mfu(flops, ms / 1000.0, peak.flops);
+    measured[c->name] = {{"median_step_ms", ms},
+                         {"tokens_per_s", ms > 0 ? tokens_per_step(*c) / (ms / 1000.0) : 0.0},
+                         {"model_flops_per_step", flops},
+                         {"mfu", mfu}};
+    sane = sane && ms > 0 && (peak.flops <= 0 || (mfu > 0 && mfu <= 1));
+  }
+  measured["peak"] = peak.what;
+  report.check("mfu_per_step",
+               "each trainer's model FLOPs per median step over the CPU's theoretical float32 peak (common/peaks), "
+               "with its tokens/s",
+               measured, "0 < MFU <= 1, reported", sane, false);
+}
+
+}  // namespace
+
+void record_observations(const Outcome& o, const Config& config, speedlabs::Report& report) {
+  record_reached(o.baseline, config, report, "baseline_reaches_target", "the lab's baseline");
+  record_reached(o.trainer, config, report, "trainer_reaches_target", "your trainer");
+  record_score(o, report);
+  record_split(o, report);
+  record_mfu(o, report);
+}
+
+}  // namespace lab13

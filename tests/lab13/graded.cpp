@@ -1,0 +1,89 @@
+// Lab 13 graded tests: the student's trainer keeps the speedrun's contract, reaches a target, and its speed
+// against the lab's baseline in the same run earns the speed points. ./lab check 13 runs them.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <set>
+
+#include "labs/13_speedrun/exercise.h"
+#include "labs/13_speedrun/experiment.h"
+#include "labs/13_speedrun/outputs.h"
+#include "labs/13_speedrun/task.h"
+#include "tests/support/data.h"
+#include "tests/support/speed.h"
+
+namespace {
+
+namespace gpt = speedlabs::gpt;
+
+// The graded race: the quick model to a target the baseline reaches in a few hundred steps on a 2-core CPU.
+lab13::Config graded_config() {
+  lab13::Config config = lab13::quick_config();
+  config.progress_bar = false;
+  return config;
+}
+
+TEST(Lab13_make_trainer, TrainsTheModelItIsGivenAndHandsBackEveryWeight) {
+  std::vector<int32_t> ids(20000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % 50257);
+  lab13::TrainerConfig config;
+  config.model = lab13::model_of(graded_config());
+  config.batch = 4;
+  config.seq = 32;
+  config.max_steps = 3;
+  config.train_tokens = std::make_shared<const std::vector<int32_t>>(ids);
+  auto trainer = lab13::make_trainer();
+  ASSERT_NE(trainer, nullptr) << "make_trainer() returned no trainer";
+  trainer->init(config);
+  const gpt::NamedTensors before = trainer->weights();
+  for (int s = 0; s < 3; ++s) trainer->step();
+  const gpt::NamedTensors after = trainer->weights();
+  gpt::GPT reference(config.model);
+  std::set<std::string> expected, given;
+  for (const auto& p : reference->named_parameters()) expected.insert(p.key());
+  for (const auto& [name, tensor] : after) {
+    given.insert(name);
+    EXPECT_EQ(tensor.scalar_type(), torch::kFloat) << name << " must be float32";
+    EXPECT_TRUE(torch::isfinite(tensor).all().item<bool>()) << name << " is not finite after 3 steps";
+  }
+  EXPECT_EQ(given, expected) << "weights() must name every parameter of the GPT, as named_parameters() does";
+  ASSERT_EQ(before.size(), after.size());
+  bool moved = false;
+  for (size_t i = 0; i < before.size(); ++i) moved = moved || !torch::equal(before[i].second, after[i].second);
+  EXPECT_TRUE(moved) << "three step() calls left every weight as init() made it (or weights() returns no copy)";
+}
+
+TEST(Lab13_make_trainer, ReachesATargetWithinTheCap) {
+  SPEEDLABS_REQUIRE_DATA();
+  lab13::Config config = graded_config();
+  config.target = 9.0;  // a few dozen steps: the contract; the speed test below races to the quick target
+  const lab13::Outcome outcome = lab13::race_once(config, lab13::make_trainer);
+  EXPECT_TRUE(outcome.trainer.reached) << "your trainer: " << outcome.trainer.failure;
+  EXPECT_TRUE(outcome.baseline.reached) << "the baseline: " << outcome.baseline.failure;
+}
+
+// Speed: the score (the baseline's time to the target over yours, side by side) earns the points from 1.2
+// (none: the baseline's own speed, with room for a run's scatter) to 2 (twice as fast: all).
+TEST(Lab13_make_trainer_speed, ReachesTheTargetFasterThanTheBaseline) {
+  SPEEDLABS_REQUIRE_DATA();
+  speedlabs::testing::SpeedRule rule;
+  rule.full = 2.0;
+  rule.zero = 1.2;
+  rule.attempts = 2;
+  rule.best = "the baseline";
+  speedlabs::testing::grade_speed_of(
+      "your trainer's speed to the quick target",
+      [&] {
+        const lab13::Outcome outcome = lab13::race_once(graded_config(), lab13::make_trainer);
+        EXPECT_TRUE(outcome.trainer.reached) << "your trainer: " << outcome.trainer.failure;
+        speedlabs::Evidence evidence;
+        evidence.value = lab13::per_round_scores(outcome);
+        if (!outcome.trainer.reached) evidence.value = speedlabs::summarize_samples({0.0, 0.0, 0.0});
+        evidence.contention = outcome.contention;
+        return evidence;
+      },
+      rule);
+}
+
+}  // namespace

@@ -1,0 +1,187 @@
+// Lab 13's tests: the split, the limits, the evaluator, the race's rules (a trainer with non-finite weights or
+// one that never reaches the target scores 0, with the reason), the observations and the record.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "baseline.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "experiment.h"
+#include "outputs.h"
+#include "task.h"
+
+namespace {
+
+namespace gpt = speedlabs::gpt;
+
+std::vector<int32_t> fake_tokens(size_t n) {
+  std::vector<int32_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 31) % 97);  // a short, learnable cycle
+  return ids;
+}
+
+lab13::Config small_config() {
+  lab13::Config config = lab13::quick_config();
+  config.progress_bar = false;
+  config.batch = 4;
+  config.seq = 32;
+  config.eval_every = 5;
+  config.step_cap = 10;
+  return config;
+}
+
+TEST(Lab13Task, TheSplitKeepsTheValidationTokensOutOfTheTrainingStream) {
+  const std::vector<int32_t> tokens = fake_tokens(100000);
+  const lab13::Split split = lab13::split_tokens(tokens);
+  EXPECT_EQ(static_cast<int64_t>(split.validation.size()), lab13::kValidationTokens + 1);
+  EXPECT_EQ(split.train_end, split.validation_begin);
+  EXPECT_EQ(static_cast<int64_t>(split.train->size()), split.train_end);
+  EXPECT_TRUE(std::equal(split.train->begin(), split.train->end(), tokens.begin()));
+  EXPECT_TRUE(std::equal(split.validation.begin(), split.validation.end(), tokens.begin() + split.train_end));
+  EXPECT_THROW(lab13::split_tokens(fake_tokens(1000)), speedlabs::UsageError);
+}
+
+TEST(Lab13Task, ModelsOutsideTheLimitsAreRefused) {
+  gpt::GPTConfig ok = lab13::model_of(lab13::quick_config());
+  EXPECT_NO_THROW(lab13::require_within_limits(ok));
+  for (auto change : std::vector<std::function<void(gpt::GPTConfig&)>>{
+           [](gpt::GPTConfig& m) { m.n_layer = 7; }, [](gpt::GPTConfig& m) { m.n_embd = 512; },
+           [](gpt::GPTConfig& m) { m.n_head = 3; }, [](gpt::GPTConfig& m) { m.block_size = 32; },
+           [](gpt::GPTConfig& m) { m.block_size = 1024; }, [](gpt::GPTConfig& m) { m.vocab_size = 100; }}) {
+    gpt::GPTConfig bad = ok;
+    change(bad);
+    EXPECT_THROW(lab13::require_within_limits(bad), speedlabs::UsageError);
+  }
+}
+
+TEST(Lab13Task, TargetsOutsideWhatTheEvaluatorCanReachAreRefused) {
+  lab13::Config config = small_config();
+  EXPECT_NO_THROW(lab13::check_config(config));
+  config.target = lab13::kLowestTarget - 0.1;
+  EXPECT_THROW(lab13::check_config(config), speedlabs::UsageError);
+  config.target = 10.9;  // above ln 50257: an untrained model is already there
+  EXPECT_THROW(lab13::check_config(config), speedlabs::UsageError);
+  config = small_config();
+  config.record_to = "/dev/full";
+  EXPECT_THROW(lab13::check_config(config), speedlabs::UsageError);
+}
+
+TEST(Lab13Task, TheEvaluatorScoresFreshWeightsNearLnVocabAndRefusesBadOnes) {
+  const gpt::GPTConfig model = lab13::model_of(small_config());
+  torch::manual_seed(1);
+  gpt::GPT fresh(model);
+  gpt::NamedTensors weights;
+  for (const auto& p : fresh->named_parameters()) weights.emplace_back(p.key(), p.value().detach().clone());
+  const std::vector<int32_t> validation = fake_tokens(lab13::kValidationTokens + 1);
+  std::string problem;
+  EXPECT_NEAR(lab13::evaluate(model, weights, validation, problem), std::log(50257.0), 0.5);
+  auto nan_weights = weights;
+  nan_weights.front().second = nan_weights.front().second.clone().fill_(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(std::isnan(lab13::evaluate(model, nan_weights, validation, problem)));
+  EXPECT_NE(problem.find(nan_weights.front().first), std::string::npos) << problem;
+  auto missing = weights;
+  missing.pop_back();
+  EXPECT_THROW(lab13::evaluate(model, missing, validation, problem), speedlabs::RuntimeFailure);
+}
+
+// A trainer whose weights turn NaN after its first step.
+class NanTrainer : public lab13::Trainer {
+ public:
+  void init(const lab13::TrainerConfig& config) override { inner_->init(config); }
+  void step() override { inner_->step(); }
+  gpt::NamedTensors weights() override {
+    auto w = inner_->weights();
+    w.front().second = w.front().second.clone().fill_(std::numeric_limits<float>::quiet_NaN());
+    return w;
+  }
+
+ private:
+  std::unique_ptr<lab13::Trainer> inner_ = lab13::make_baseline_trainer();
+};
+
+lab13::Outcome race_against(std::unique_ptr<lab13::Trainer> trainer, lab13::Config config) {
+  auto tokens = fake_tokens(120000);
+  lab13::Outcome o;
+  o.split = lab13::split_tokens(tokens);
+  o.split.validation.resize(16 * lab13::kEvalContext + 1);  // 16 windows: the rules, not the loss, are tested here
+  auto contender = [&](const std::string& name, std::unique_ptr<lab13::Trainer> t) {
+    lab13::Contender c;
+    c.name = name;
+    c.trainer = std::move(t);
+    c.config.model = lab13::model_of(config);
+    c.config.batch = config.batch;
+    c.config.seq = config.seq;
+    c.config.lr = config.lr;
+    c.config.max_steps = config.step_cap;
+    c.config.train_tokens = o.split.train;
+    return c;
+  };
+  o.baseline = contender("baseline", lab13::make_baseline_trainer());
+  o.trainer = contender("trainer", std::move(trainer));
+  o.contention =
+      lab13::race({&o.baseline, &o.trainer}, {config.target, config.step_cap, config.eval_every, &o.split, false});
+  o.score = o.trainer.reached && o.baseline.reached ? o.baseline.total_ms() / o.trainer.total_ms() : 0;
+  if (!o.trainer.reached) o.score_reason = "the trainer scores 0: " + o.trainer.failure;
+  return o;
+}
+
+TEST(Lab13Race, ATrainerWithNonFiniteWeightsScoresZeroWithTheReason) {
+  lab13::Config config = small_config();
+  config.lr = 1e-2;
+  config.target = 10.0;  // the 97-token cycle falls below it within 10 steps at this rate
+  const lab13::Outcome o = race_against(std::make_unique<NanTrainer>(), config);
+  EXPECT_TRUE(o.baseline.reached) << o.baseline.failure;
+  EXPECT_FALSE(o.trainer.reached);
+  EXPECT_EQ(o.trainer.steps(), config.eval_every) << "it stops at its first validation";
+  EXPECT_NE(o.trainer.failure.find("non-finite"), std::string::npos) << o.trainer.failure;
+  speedlabs::Report report("13_speedrun", "cpu");
+  lab13::record_observations(o, config, report);
+  EXPECT_EQ(report.at("trainer_reaches_target").verdict, speedlabs::Verdict::fails);
+  EXPECT_EQ(report.at("speedup_over_baseline").verdict, speedlabs::Verdict::fails);
+  EXPECT_EQ(report.at("speedup_over_baseline").measured["score"], 0.0);
+  EXPECT_EQ(report.at("baseline_reaches_target").verdict, speedlabs::Verdict::holds);
+  EXPECT_EQ(report.at("validation_never_seen").verdict, speedlabs::Verdict::holds);
+  EXPECT_TRUE(report.has("mfu_per_step"));
+}
+
+TEST(Lab13Race, ATrainerThatNeverReachesTheTargetStopsAtTheCapAndScoresZero) {
+  lab13::Config config = small_config();
+  config.target = lab13::kLowestTarget;  // far below what 10 steps give
+  const lab13::Outcome o = race_against(lab13::make_baseline_trainer(), config);
+  EXPECT_EQ(o.trainer.steps(), config.step_cap);
+  EXPECT_FALSE(o.trainer.reached);
+  EXPECT_NE(o.trainer.failure.find("step cap"), std::string::npos) << o.trainer.failure;
+  EXPECT_EQ(o.score, 0.0);
+  EXPECT_EQ(o.trainer.curve.size(), 2u) << "a validation every 5 steps";
+  EXPECT_GT(o.trainer.init_ms, 0.0) << "init() is timed";
+}
+
+TEST(Lab13Record, ARecordIsAppendedWholeAndKeepsTheLinesBefore) {
+  lab13::Config config = small_config();
+  config.lr = 1e-2;
+  config.target = 10.0;
+  const lab13::Outcome o = race_against(lab13::make_baseline_trainer(), config);
+  const auto folder = std::filesystem::temp_directory_path() / ("lab13-record-" + std::to_string(getpid()));
+  std::filesystem::create_directories(folder);
+  config.record_to = (folder / "records.jsonl").string();
+  speedlabs::write_file_atomically(config.record_to, "{\"earlier\": 1}\n");
+  lab13::write_outputs(o, config);
+  std::ifstream in(config.record_to);
+  std::string first, second, third;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, "{\"earlier\": 1}");
+  const auto record = nlohmann::json::parse(second);
+  for (const char* key : {"date", "cpu", "cores", "isas", "commit", "config", "score", "baseline_s", "trainer_s"}) {
+    EXPECT_TRUE(record.contains(key)) << key;
+  }
+  EXPECT_FALSE(std::getline(in, third));
+  std::filesystem::remove_all(folder);
+}
+
+}  // namespace
