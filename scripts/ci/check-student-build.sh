@@ -13,6 +13,18 @@ status=0
 for folder in $(lab_folders); do
   id="$(basename "$folder" | cut -c1-2)"
   set +e
+  if [[ $id == 13 ]]; then
+    # Lab 13's stub is a working trainer (the baseline's recipe): a short race, to a target a few steps reach.
+    output="$("build-student/bin/lab${id}" --quick --target 10 --eval-every 5 --step-cap 20 2>&1)"
+    code=$?
+    set -e
+    if [[ $code -eq 0 || $code -eq 5 ]]; then echo "lab$id with the stubs: exit $code, its stub trainer races"; else
+      echo "lab$id with the stubs: its working stub should race to the end, got exit $code:" >&2
+      echo "$output" | tail -n 5 >&2
+      status=1
+    fi
+    continue
+  fi
   output="$("build-student/bin/lab${id}" --quick 2>&1)"
   code=$?
   set -e
