@@ -37,6 +37,7 @@ import sys
 # of a lesson page reads prose and questions_section through this module, the pages' one entry point.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from claims_ledger import claims_ledger, ledger_problems  # noqa: E402
+from speedrun_records import speedrun_records  # noqa: E402
 from kept_runs import (RESULTS, ROOT, edited_runs, fingerprint, fingerprint_roots, lab_folders, refresh,  # noqa: E402
                        stale_runs)
 from page_markdown import OBSERVE_HEADING, flags_section, observe_table_ids, prose, results_section  # noqa: E402,F401
@@ -160,6 +161,7 @@ def filter_page(path):
         text = "\n".join(lines).rstrip("\n") + "\n" + flags_section(page.parent.name[:2])
     text = re.sub(r"^@labs_path$", lambda _: lab_path_list(), text, flags=re.M)
     text = re.sub(r"^@claims_ledger$", lambda _: claims_ledger(), text, flags=re.M)
+    text = re.sub(r"^@speedrun_records$", lambda _: speedrun_records(), text, flags=re.M)
     try:
         text = fill_placeholders(fill_questions(text))
     except PlaceholderError as error:  # `lab_pages.py check` fails the docs build first; never show a guess
