@@ -23,9 +23,9 @@ struct TrainerConfig {
   /// The model: the common GPT (common/gpt.h) of this size. The evaluator loads weights() into a float32 GPT of
   /// exactly this size, so a trainer trains this architecture, whatever precision it computes in.
   speedlabs::gpt::GPTConfig model;
-  int64_t batch = 8;   ///< the run's B (--batch): a trainer may use it or choose its own
-  int64_t seq = 64;    ///< the run's T (--seq, at most model.block_size): likewise
-  double lr = 1e-3;    ///< the baseline's learning rate (--lr): likewise
+  int64_t batch = 8;   ///< B of every step (--batch): the tokens/s and the MFU count B x T a step
+  int64_t seq = 64;    ///< T of every step (--seq, at most model.block_size)
+  double lr = 1e-3;    ///< the baseline's learning rate (--lr): a trainer may use its own rate and schedule
   uint64_t seed = 42;  ///< seed the initial weights with it (torch::manual_seed before building the model)
   int max_steps = 0;   ///< the step cap: step() is called at most this often (a schedule may use it)
   /// The training stream: tiny shakespeare's GPT-2 tokens without the validation split.

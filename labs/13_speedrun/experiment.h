@@ -44,10 +44,11 @@ inline speedlabs::Knobs<Config> knobs() {
   knobs.flag("--width", "the model's width (32 to 384)", &Config::n_embd).quick(32);
   knobs.flag("--heads", "the model's attention heads (heads of 8 to 64 wide)", &Config::n_head);
   knobs.flag("--context", "the model's context (64 to 256)", &Config::block).quick(64);
-  knobs.flag("--batch", "B of the run (a trainer may choose its own)", &Config::batch)
+  knobs.flag("--batch", "B of every step of both trainers", &Config::batch)
       .quick(8)
       .check(speedlabs::at_least(int64_t{1}));
-  knobs.flag("--seq", "T of the run, at most the context", &Config::seq).check(speedlabs::at_least(int64_t{1}));
+  knobs.flag("--seq", "T of every step of both trainers, at most the context", &Config::seq)
+      .check(speedlabs::at_least(int64_t{1}));
   knobs.flag("--lr", "the baseline's AdamW learning rate", &Config::lr).check(speedlabs::finite_above());
   knobs.flag("--target", "the validation loss to reach (nats)", &Config::target)
       .quick(7.5)
