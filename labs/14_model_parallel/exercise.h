@@ -64,9 +64,11 @@ LinearGrads row_parallel_backward(const torch::Tensor& x_shard, const torch::Ten
 
 /// One operation of a pipeline stage: the forward or the backward of one micro-batch.
 struct PipeOp {
+  /// Which pass of the micro-batch.
   enum Kind { forward, backward };
   Kind kind = forward;  ///< forward or backward
   int micro_batch = 0;  ///< 0 to M-1
+  /// The same pass of the same micro-batch.
   bool operator==(const PipeOp& other) const { return kind == other.kind && micro_batch == other.micro_batch; }
 };
 

@@ -37,20 +37,29 @@ torch::Tensor row_parallel(const torch::Tensor& x_shard, const torch::Tensor& we
 
 /// One block on one worker: its slices of the four matrices, the whole LayerNorms and row-parallel biases.
 struct TPBlock {
-  torch::Tensor ln1_w, ln1_b;    ///< ln_1, whole
-  torch::Tensor qkv_w, qkv_b;    ///< c_attn: rows of q, k and v for this worker's heads (3C/N, C), (3C/N)
-  torch::Tensor proj_w, proj_b;  ///< attn.c_proj: columns of those heads (C, C/N); the bias whole
-  torch::Tensor ln2_w, ln2_b;    ///< ln_2, whole
-  torch::Tensor fc_w, fc_b;      ///< mlp.c_fc: rows (4C/N, C), (4C/N)
-  torch::Tensor out_w, out_b;    ///< mlp.c_proj: columns (C, 4C/N); the bias whole
+  torch::Tensor ln1_w;   ///< ln_1's weight, whole
+  torch::Tensor ln1_b;   ///< ln_1's bias, whole
+  torch::Tensor qkv_w;   ///< c_attn: rows of q, k and v for this worker's heads (3C/N, C)
+  torch::Tensor qkv_b;   ///< c_attn's bias for those rows (3C/N)
+  torch::Tensor proj_w;  ///< attn.c_proj: columns of those heads (C, C/N)
+  torch::Tensor proj_b;  ///< attn.c_proj's bias, whole
+  torch::Tensor ln2_w;   ///< ln_2's weight, whole
+  torch::Tensor ln2_b;   ///< ln_2's bias, whole
+  torch::Tensor fc_w;    ///< mlp.c_fc: rows (4C/N, C)
+  torch::Tensor fc_b;    ///< mlp.c_fc's bias for those rows (4C/N)
+  torch::Tensor out_w;   ///< mlp.c_proj: columns (C, 4C/N)
+  torch::Tensor out_b;   ///< mlp.c_proj's bias, whole
 };
 
 /// A worker's part of the whole model.
 struct TPModel {
-  torch::Tensor wte, wpe, lnf_w, lnf_b;  ///< whole: the embeddings (wte is the tied head too), ln_f
-  std::vector<TPBlock> blocks;           ///< one per block
-  int64_t n_head = 0;                    ///< heads in the whole model
-  int workers = 1;                       ///< N
+  torch::Tensor wte;            ///< token embeddings, whole (the tied head too)
+  torch::Tensor wpe;            ///< position embeddings, whole
+  torch::Tensor lnf_w;          ///< ln_f's weight, whole
+  torch::Tensor lnf_b;          ///< ln_f's bias, whole
+  std::vector<TPBlock> blocks;  ///< one per block
+  int64_t n_head = 0;           ///< heads in the whole model
+  int workers = 1;              ///< N
   /// Every tensor this worker trains (leaves that require grad).
   std::vector<torch::Tensor> parameters() const;
 };
