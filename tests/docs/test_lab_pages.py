@@ -51,7 +51,7 @@ class ScratchCopy(unittest.TestCase):
         # lab_pages and its modules read the questions through predictions.py, the lab folders through lab_list.py
         # and common.sh
         for script in ("lab_pages.py", "kept_runs.py", "page_markdown.py", "placeholders.py", "claims_ledger.py",
-                       "predictions.py", "lab_list.py", "common.sh"):
+                       "predictions.py", "lab_list.py", "speedrun_records.py", "common.sh"):
             shutil.copy(REPO / "scripts" / "driver" / script, self.root / "scripts" / "driver")
         files = {
             "labs/01_demo/README.md": README,
