@@ -92,12 +92,23 @@ def inner(spec, command):
         if point == "/dev":
             continue  # device nodes are written through, never stored: /dev/null stays usable
         mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
-    for path in ("/tmp", "/var/tmp", "/dev/shm"):
+    private = ("/tmp", "/var/tmp", "/dev/shm")
+    tree = os.getcwd()  # the checkout the command runs in: under /tmp (a release made there) it comes back below
+    tree_fd = os.open(tree, os.O_PATH) if any(under(tree, p) for p in private) else None
+    # the flags of the mount that holds it (a remount inside a user namespace must keep them)
+    tree_flags = max(((len(point), flags) for point, flags in mounts() if under(tree, point)), default=(0, 0))[1]
+    for path in private:
         if os.path.isdir(path):
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
+    if tree_fd is not None:
+        os.makedirs(tree, exist_ok=True)
+        mount(f"/proc/self/fd/{tree_fd}", tree, None, MS_BIND | MS_REC)
+        mount(None, tree, None, MS_REMOUNT | MS_BIND | MS_RDONLY | tree_flags)
+        os.close(tree_fd)
+        os.chdir(tree)
     for path, fd in held.items():
-        if not os.path.isdir(path):
-            os.makedirs(path)
+        if not os.path.isdir(path) or (tree_fd is not None and under(path, tree)):
+            os.makedirs(path, exist_ok=True)
             mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         os.close(fd)
     for path in spec["hide"]:
