@@ -93,8 +93,12 @@ def inner(spec, command):
             continue  # device nodes are written through, never stored: /dev/null stays usable
         mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
     private = ("/tmp", "/var/tmp", "/dev/shm")
-    tree = os.getcwd()  # the checkout the command runs in: under /tmp (a release made there) it comes back below
-    tree_fd = os.open(tree, os.O_PATH) if any(under(tree, p) for p in private) else None
+    # The folder the command runs in, when under /tmp (a release made there), comes back below: the whole
+    # top folder of /tmp that holds it (the checkout's build folders and its .venv with it).
+    cwd, tree_fd = os.getcwd(), None
+    tree = next((os.path.join(p, os.path.relpath(cwd, p).split("/")[0]) for p in private if under(cwd, p)), cwd)
+    if tree != cwd or any(under(cwd, p) for p in private):
+        tree_fd = os.open(tree, os.O_PATH) if tree not in private else None
     # the flags of the mount that holds it (a remount inside a user namespace must keep them)
     tree_flags = max(((len(point), flags) for point, flags in mounts() if under(tree, point)), default=(0, 0))[1]
     for path in private:
@@ -105,7 +109,7 @@ def inner(spec, command):
         mount(f"/proc/self/fd/{tree_fd}", tree, None, MS_BIND | MS_REC)
         mount(None, tree, None, MS_REMOUNT | MS_BIND | MS_RDONLY | tree_flags)
         os.close(tree_fd)
-        os.chdir(tree)
+        os.chdir(cwd)
     for path, fd in held.items():
         if not os.path.isdir(path) or (tree_fd is not None and under(path, tree)):
             os.makedirs(path, exist_ok=True)
