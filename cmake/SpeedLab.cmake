@@ -82,8 +82,14 @@ function(speedlabs_add_gtest name)
       endif()
       list(GET fields 0 exercise)
       list(GET fields 3 seconds)
+      # A speed test times its exercise against the reference: it runs alone (RUN_SERIAL), so that the
+      # suite's other test job is not the load its verdict has to see through.
+      set(serial "")
+      if(exercise MATCHES "_speed$")
+        set(serial " RUN_SERIAL TRUE")
+      endif()
       string(APPEND budgets "  if(test MATCHES \"^${suite_prefix}_${exercise}\\\\.\")\n"
-                            "    set_tests_properties(\"\${test}\" PROPERTIES TIMEOUT ${seconds})\n  endif()\n")
+                            "    set_tests_properties(\"\${test}\" PROPERTIES TIMEOUT ${seconds}${serial})\n  endif()\n")
     endforeach()
     set(budgets "foreach(test IN LISTS ${name}_TESTS)\n${budgets}endforeach()\n")
   endif()

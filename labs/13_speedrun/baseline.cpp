@@ -11,10 +11,7 @@ namespace lab13 {
 
 namespace gpt = speedlabs::gpt;
 
-namespace {
-
-// Attention as lab 05 writes it: the whole (T, T) score matrix, masked, softmaxed.
-torch::Tensor baseline_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+torch::Tensor written_out_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   const int64_t T = q.size(-2);
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
   const auto future = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
@@ -22,11 +19,19 @@ torch::Tensor baseline_attention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(torch::softmax(scores, -1), v);
 }
 
+gpt::NamedTensors weights_of(const gpt::GPT& model) {
+  gpt::NamedTensors named;
+  for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value().detach());
+  return named;
+}
+
+namespace {
+
 class BaselineTrainer : public Trainer {
  public:
   void init(const TrainerConfig& config) override {
     torch::manual_seed(config.seed);
-    model_ = std::make_unique<gpt::GPT>(config.model, baseline_attention);
+    model_ = std::make_unique<gpt::GPT>(config.model, written_out_attention);
     optimizer_ = std::make_unique<torch::optim::AdamW>(gpt::make_adamw(*model_, config.lr));
     loader_ = std::make_unique<datasets::DataLoaderLite>(*config.train_tokens, config.batch, config.seq);
   }
@@ -39,11 +44,7 @@ class BaselineTrainer : public Trainer {
     optimizer_->zero_grad();
   }
 
-  gpt::NamedTensors weights() override {
-    gpt::NamedTensors named;
-    for (const auto& p : (*model_)->named_parameters()) named.emplace_back(p.key(), p.value().detach());
-    return named;
-  }
+  gpt::NamedTensors weights() override { return weights_of(*model_); }
 
  private:
   std::unique_ptr<gpt::GPT> model_;

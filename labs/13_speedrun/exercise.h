@@ -23,7 +23,7 @@ struct TrainerConfig {
   /// The model: the common GPT (common/gpt.h) of this size. The evaluator loads weights() into a float32 GPT of
   /// exactly this size, so a trainer trains this architecture, whatever precision it computes in.
   speedlabs::gpt::GPTConfig model;
-  int64_t batch = 8;   ///< B of every step (--batch): the tokens/s and the MFU count B x T a step
+  int64_t batch = 8;   ///< the baseline's B (--batch); a trainer may step on its own B (Trainer::batch())
   int64_t seq = 64;    ///< T of every step (--seq, at most model.block_size)
   double lr = 1e-3;    ///< the baseline's learning rate (--lr): a trainer may use its own rate and schedule
   uint64_t seed = 42;  ///< seed the initial weights with it (torch::manual_seed before building the model)
@@ -47,6 +47,9 @@ class Trainer {
   /// The model's weights as float32 tensors on the CPU, named as speedlabs::gpt::GPT's named_parameters()
   /// (every one of them, the tied lm_head included in transformer.wte.weight). Timed.
   virtual speedlabs::gpt::NamedTensors weights() = 0;
+  /// B of the step just taken, when the trainer picks its own (it may change from step to step); 0:
+  /// TrainerConfig::batch. The tokens/s and the MFU count each step's B x T.
+  virtual int64_t batch() const { return 0; }
   /// The techniques this trainer uses that TrainerConfig::disabled can turn off, e.g. {"bf16", "sdpa"}.
   virtual std::vector<std::string> techniques() const { return {}; }
 };

@@ -16,15 +16,15 @@ namespace lab13 {
 /// The run's knobs; the defaults are the full speedrun.
 struct Config {
   int64_t n_layer = 4;       ///< the model's layers (the limits: task.h)
-  int64_t n_embd = 128;      ///< its width
+  int64_t n_embd = 64;       ///< its width
   int64_t n_head = 4;        ///< its heads
   int64_t block = 128;       ///< its context (rows of the position embedding)
   int64_t batch = 16;        ///< B of the run (the baseline's; a trainer may choose its own)
   int64_t seq = 64;          ///< T of the run, at most the context
   double lr = 1e-3;          ///< the baseline's learning rate
   uint64_t seed = 42;        ///< the initial weights' seed
-  double target = 5.6;       ///< the validation loss to reach
-  int step_cap = 4000;       ///< each trainer's most steps
+  double target = 5.9;       ///< the validation loss to reach
+  int step_cap = 1500;       ///< each trainer's most steps
   int eval_every = 50;       ///< validate every this many steps (not timed)
   bool ablation = true;      ///< race the trainer with each of its techniques off in turn (not under --quick)
   std::string data_dir;      ///< --data-dir

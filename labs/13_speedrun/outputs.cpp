@@ -25,7 +25,7 @@ void print_outcome(const Outcome& o) {
   table.right("final val", 10).gap(2).left("outcome", 0);
   for (const Contender* c : {&o.baseline, &o.trainer}) {
     const double s = c->total_ms() / 1000.0;
-    const double tokens = static_cast<double>(c->steps() * c->config.batch * c->config.seq);
+    const double tokens = static_cast<double>(c->sequences() * c->config.seq);
     table.add_row({c->name, std::to_string(c->steps()), fixed(s, 2), fixed(c->init_ms / 1000.0, 2),
                    fixed(s > 0 ? tokens / s : 0.0, 0), c->curve.empty() ? "-" : fixed(c->curve.back().val_loss, 3),
                    c->reached ? "reached the target" : c->failure});

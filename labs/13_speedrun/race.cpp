@@ -19,6 +19,13 @@ double Contender::total_ms() const {
   return init_ms + weights_ms + std::accumulate(step_ms.begin(), step_ms.end(), 0.0);
 }
 
+int64_t Contender::batch() const {
+  const int64_t own = trainer ? trainer->batch() : 0;
+  return own > 0 ? own : config.batch;
+}
+
+int64_t Contender::sequences() const { return std::accumulate(step_batch.begin(), step_batch.end(), int64_t{0}); }
+
 namespace {
 
 const c10::Device kCpu(c10::kCPU);
@@ -45,27 +52,33 @@ void validate(Contender& c, const RaceSettings& settings) {
 // Seconds left, estimated from each running trainer's last two validations (the loss falling linearly).
 std::string time_left(const std::vector<Contender*>& contenders, double target) {
   double left = 0;
+  bool estimated = false;
   for (const Contender* c : contenders) {
-    if (c->done || c->curve.size() < 2) continue;
+    if (c->done) continue;
+    if (c->curve.size() < 2) return "?";
+    estimated = true;
     const Point& a = c->curve[c->curve.size() - 2];
     const Point& b = c->curve.back();
     const double slope = (a.val_loss - b.val_loss) / std::max(b.seconds - a.seconds, 1e-9);
     if (slope <= 0) return "?";
     left = std::max(left, (b.val_loss - target) / slope);
   }
+  if (!estimated) return "?";
   return "~" + fixed(left, 0) + " s of training left";
 }
 
-void show_progress(const std::vector<Contender*>& contenders, const RaceSettings& settings) {
-  if (!settings.progress_bar || !isatty(STDERR_FILENO)) return;
+// On a terminal, one line redrawn every round; elsewhere (a log, a pipe) a line after each round that validated.
+void show_progress(const std::vector<Contender*>& contenders, const RaceSettings& settings, bool validated) {
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  if (!settings.progress_bar || (!terminal && !validated)) return;
   std::ostringstream line;
   for (const Contender* c : contenders) {
     line << c->name << " step " << c->steps() << " val "
-         << (c->curve.empty() ? std::string("-") : fixed(c->curve.back().val_loss, 3)) << (c->done ? " (done)" : "")
-         << " | ";
+         << (c->curve.empty() ? std::string("-") : fixed(c->curve.back().val_loss, 3)) << " at "
+         << fixed(c->total_ms() / 1000.0, 1) << " s" << (c->done ? " (done)" : "") << " | ";
   }
   line << "target " << fixed(settings.target, 2) << " | " << time_left(contenders, settings.target);
-  std::cerr << "\r\033[K  " << line.str() << std::flush;
+  std::cerr << (terminal ? "\r\033[K  " : "  ") << line.str() << (terminal ? "" : "\n") << std::flush;
 }
 
 }  // namespace
@@ -75,6 +88,7 @@ speedlabs::Contention race(std::vector<Contender*> contenders, const RaceSetting
   const speedlabs::ContentionProbe probe;
   for (int round = 0;; ++round) {
     bool any = false;
+    bool validated = false;
     for (size_t i = 0; i < contenders.size(); ++i) {
       Contender& c = *contenders[round % 2 == 0 ? i : contenders.size() - 1 - i];
       if (c.done) continue;
@@ -85,9 +99,13 @@ speedlabs::Contention race(std::vector<Contender*> contenders, const RaceSetting
         continue;
       }
       c.step_ms.push_back(speedlabs::time_once_ms([&] { c.trainer->step(); }, kCpu));
-      if (c.steps() % settings.eval_every == 0 || c.steps() >= settings.step_cap) validate(c, settings);
+      c.step_batch.push_back(c.batch());
+      if (c.steps() % settings.eval_every == 0 || c.steps() >= settings.step_cap) {
+        validate(c, settings);
+        validated = true;
+      }
     }
-    show_progress(contenders, settings);
+    show_progress(contenders, settings, validated);
     if (!any) break;
   }
   if (settings.progress_bar && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;

@@ -28,12 +28,17 @@ struct Contender {
   double init_ms = 0;                ///< init()'s time
   double weights_ms = 0;             ///< every weights() call's time, summed
   std::vector<double> step_ms;       ///< each step's time, in order
+  std::vector<int64_t> step_batch;   ///< each step's B (batch() after it), in order
   std::vector<Point> curve;          ///< each validation
   bool done = false;                 ///< stopped: target reached, step cap, or failure
   bool reached = false;              ///< its loss got to the target
   std::string failure;               ///< why it scores 0 ("" when it reached the target)
   /// Every timed millisecond: init, steps, weights().
   double total_ms() const;
+  /// B of its latest step: the trainer's own (Trainer::batch()) or the run's.
+  int64_t batch() const;
+  /// Sequences trained on over every step (the sum of step_batch).
+  int64_t sequences() const;
   /// Steps taken.
   int steps() const { return static_cast<int>(step_ms.size()); }
 };
@@ -44,7 +49,7 @@ struct RaceSettings {
   int step_cap = 0;              ///< each trainer's most steps
   int eval_every = 0;            ///< validate after every this many steps (and at the cap)
   const Split* split = nullptr;  ///< the data
-  bool progress_bar = true;      ///< a progress line on stderr (a terminal only)
+  bool progress_bar = true;      ///< progress on stderr: a redrawn line on a terminal, a line per validation elsewhere
 };
 
 /// Runs the race to its end; fills each contender's times and curve. Returns the machine's reading over it.

@@ -174,5 +174,29 @@ class CannotBeFooled(unittest.TestCase):
         self.assertEqual(sorted(p.name for p in (self.run.dir / "out").iterdir()), [])
 
 
+class DriverPaths(unittest.TestCase):
+    """./lab grade reads --out and --submission from the folder it was called in, and checks both before any build."""
+
+    def lab_grade(self, folder, *args):
+        import subprocess
+        return subprocess.run([str(ROOT / "lab"), "grade", "--labs", "02", *args], cwd=folder, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_relative_out_is_the_callers(self):
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "taken").write_text("a file where the grade's folder would go\n")
+            done = self.lab_grade(folder, "--out", "taken")
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn(f"--out {Path(folder).resolve()}/taken exists and is not a folder", done.stderr)
+
+    def test_relative_submission_is_the_callers(self):
+        with tempfile.TemporaryDirectory() as folder:
+            # A folder of that name in the checkout does not stand in for the caller's missing one.
+            done = self.lab_grade(folder, "--submission", "labs", "--out", "g")
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn("--submission needs a folder", done.stderr)
+            self.assertFalse(Path(folder, "g").exists(), "the grade went on past a missing submission")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

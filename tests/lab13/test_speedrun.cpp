@@ -130,6 +130,29 @@ lab13::Outcome race_against(std::unique_ptr<lab13::Trainer> trainer, lab13::Conf
   return o;
 }
 
+// A trainer that says it steps on its own B: the tokens/s and the MFU count that B, not the run's.
+class OwnBatchTrainer : public lab13::Trainer {
+ public:
+  explicit OwnBatchTrainer(int64_t batch) : batch_(batch) {}
+  void init(const lab13::TrainerConfig& config) override { inner_->init(config); }
+  void step() override { inner_->step(); }
+  gpt::NamedTensors weights() override { return inner_->weights(); }
+  int64_t batch() const override { return batch_; }
+
+ private:
+  int64_t batch_;
+  std::unique_ptr<lab13::Trainer> inner_ = lab13::make_baseline_trainer();
+};
+
+TEST(Lab13Race, AContendersBatchIsItsTrainersOwnWhenItNamesOne) {
+  lab13::Contender c;
+  c.config.batch = 16;
+  c.trainer = std::make_unique<OwnBatchTrainer>(4);
+  EXPECT_EQ(c.batch(), 4);
+  c.trainer = std::make_unique<OwnBatchTrainer>(0);  // 0: the run's B
+  EXPECT_EQ(c.batch(), 16);
+}
+
 TEST(Lab13Race, ATrainerWithNonFiniteWeightsScoresZeroWithTheReason) {
   lab13::Config config = small_config();
   config.lr = 1e-2;
