@@ -41,9 +41,14 @@ speedlabs::Summary per_round_scores(const Outcome& o) {
   const Contender &b = o.baseline, &t = o.trainer;
   std::vector<double> scores;
   const size_t n = std::min(b.step_ms.size(), t.step_ms.size());
+  // Each side's steps as if every sequence had taken round k's time a sequence: a trainer's B may change.
+  const auto as_if_round = [](const Contender& c, size_t k) {
+    const double per_sequence = c.step_ms[k] / static_cast<double>(std::max<int64_t>(c.step_batch[k], 1));
+    return c.init_ms + c.weights_ms + static_cast<double>(c.sequences()) * per_sequence;
+  };
   for (size_t k = 0; k < n; ++k) {
-    const double base = b.init_ms + b.weights_ms + b.steps() * b.step_ms[k];
-    const double mine = t.init_ms + t.weights_ms + t.steps() * t.step_ms[k];
+    const double base = as_if_round(b, k);
+    const double mine = as_if_round(t, k);
     scores.push_back(base / mine);
   }
   if (scores.empty()) scores.push_back(o.score);

@@ -66,8 +66,7 @@ TEST(Lab13_make_trainer, ReachesATargetWithinTheCap) {
 
 // Speed: the score (the baseline's time to the target over yours, side by side) earns the points from 1.2
 // (none: the baseline's own speed, with room for a run's scatter) to 1.6 (all). The reference reaches the
-// quick target in 50 steps to the baseline's 90 (its schedule), about 1.8x; full points at 2 would have
-// depended on a run's scatter.
+// quick target in 60 steps of 2 sequences to the baseline's 90 of 8, about 6x (the kept run).
 TEST(Lab13_make_trainer_speed, ReachesTheTargetFasterThanTheBaseline) {
   SPEEDLABS_REQUIRE_DATA();
   speedlabs::testing::SpeedRule rule;

@@ -153,6 +153,21 @@ TEST(Lab13Race, AContendersBatchIsItsTrainersOwnWhenItNamesOne) {
   EXPECT_EQ(c.batch(), 16);
 }
 
+TEST(Lab13Race, EachRoundsScoreCountsEverySequenceAtThatRoundsTimeASequence) {
+  // The baseline: 4 steps of B=4 at 10 ms (2.5 ms a sequence, 40 ms in all). The trainer: 2 steps of B=1 at
+  // 2.5 ms, then 2 of B=4 at 10 ms (2.5 ms a sequence, 10 sequences, 25 ms). Every round says 40 / 25 = 1.6;
+  // counting steps instead of sequences would say 4 in the small rounds and 1 in the large ones.
+  lab13::Outcome o;
+  o.baseline.step_ms = {10, 10, 10, 10};
+  o.baseline.step_batch = {4, 4, 4, 4};
+  o.trainer.step_ms = {2.5, 2.5, 10, 10};
+  o.trainer.step_batch = {1, 1, 4, 4};
+  const speedlabs::Summary scores = lab13::per_round_scores(o);
+  EXPECT_EQ(scores.count, 4);
+  EXPECT_DOUBLE_EQ(scores.min, 1.6);
+  EXPECT_DOUBLE_EQ(scores.max, 1.6);
+}
+
 TEST(Lab13Race, ATrainerWithNonFiniteWeightsScoresZeroWithTheReason) {
   lab13::Config config = small_config();
   config.lr = 1e-2;
