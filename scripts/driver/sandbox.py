@@ -93,25 +93,33 @@ def inner(spec, command):
             continue  # device nodes are written through, never stored: /dev/null stays usable
         mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
     private = ("/tmp", "/var/tmp", "/dev/shm")
-    # The folder the command runs in, when under /tmp (a release made there), comes back below: the whole
-    # top folder of /tmp that holds it (the checkout's build folders and its .venv with it).
-    cwd, tree_fd = os.getcwd(), None
-    tree = next((os.path.join(p, os.path.relpath(cwd, p).split("/")[0]) for p in private if under(cwd, p)), cwd)
-    if tree != cwd or any(under(cwd, p) for p in private):
-        tree_fd = os.open(tree, os.O_PATH) if tree not in private else None
-    # the flags of the mount that holds it (a remount inside a user namespace must keep them)
-    tree_flags = max(((len(point), flags) for point, flags in mounts() if under(tree, point)), default=(0, 0))[1]
+    # Folders under /tmp that come back below, read-only: the whole top folder of /tmp that holds the folder the
+    # command runs in (a release made there: its build folders and .venv with it), and those that hold the
+    # libtorch CMAKE_PREFIX_PATH or Torch_DIR names (a release built against a checkout's .venv under /tmp:
+    # CMake and ninja read its files, and a build that cannot see them configures again and finds no libtorch).
+    cwd = os.getcwd()
+    named = [cwd] + [p for var in ("CMAKE_PREFIX_PATH", "Torch_DIR")
+                     for p in os.environ.get(var, "").replace(";", ":").split(":") if os.path.isabs(p)]
+    trees = []
+    for path in named:
+        top = next((os.path.join(p, os.path.relpath(path, p).split("/")[0]) for p in private if under(path, p)), None)
+        if top and top not in private and top not in trees and os.path.isdir(top):
+            trees.append(top)
+    # each with the flags of the mount that holds it (a remount inside a user namespace must keep them)
+    kept = [(tree, os.open(tree, os.O_PATH),
+             max(((len(point), flags) for point, flags in mounts() if under(tree, point)), default=(0, 0))[1])
+            for tree in trees]
     for path in private:
         if os.path.isdir(path):
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
-    if tree_fd is not None:
+    for tree, fd, flags in kept:
         os.makedirs(tree, exist_ok=True)
-        mount(f"/proc/self/fd/{tree_fd}", tree, None, MS_BIND | MS_REC)
-        mount(None, tree, None, MS_REMOUNT | MS_BIND | MS_RDONLY | tree_flags)
-        os.close(tree_fd)
-        os.chdir(cwd)
+        mount(f"/proc/self/fd/{fd}", tree, None, MS_BIND | MS_REC)
+        mount(None, tree, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+        os.close(fd)
+    os.chdir(cwd)
     for path, fd in held.items():
-        if not os.path.isdir(path) or (tree_fd is not None and under(path, tree)):
+        if not os.path.isdir(path) or any(under(path, tree) for tree in trees):
             os.makedirs(path, exist_ok=True)
             mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         os.close(fd)
