@@ -21,6 +21,14 @@
 namespace datasets {
 
 namespace fs = std::filesystem;
+
+// Outside the anonymous namespace: GPT2Tokenizer::Impl, which has external linkage, holds a pattern through one.
+struct CodeDeleter {
+  void operator()(pcre2_code* code) const { pcre2_code_free(code); }
+};
+struct MatchDataDeleter {
+  void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
+};
 using speedlabs::RuntimeFailure;
 using speedlabs::UsageError;
 
@@ -123,13 +131,6 @@ struct PieceCache {
   };
   BytesMap<Range> ranges{4096};
   std::vector<int32_t> ids;
-};
-
-struct CodeDeleter {
-  void operator()(pcre2_code* code) const { pcre2_code_free(code); }
-};
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
 };
 
 // GPT-2's files spell each byte as one character (byte_to_code_point); this reads the spelling back.

@@ -1,6 +1,7 @@
 #include "accounting.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "common/build_paths.h"
+#include "common/device.h"
 #include "common/format.h"
 #include "common/plot.h"
 #include "common/table.h"
@@ -128,7 +130,7 @@ bool is_metadata_op(const std::string& name) {
   return views.count(name) > 0;
 }
 
-StepAccount account_step(const StepProfile& profile, double us_per_op) {
+StepAccount account_step(const StepProfile& profile, double us_per_op, double profiler_us_per_event) {
   const auto range = [&](const std::string& name) {
     const auto it = profile.range_ms.find(name);
     return it == profile.range_ms.end() ? 0.0 : it->second;
@@ -153,6 +155,8 @@ StepAccount account_step(const StepProfile& profile, double us_per_op) {
     }
   }
   account.idle_ms = account.step_ms - account.data_ms - account.optimizer_ms - covered;
+  account.events = profile.events;
+  account.profiler_ms = static_cast<double>(profile.events) * profiler_us_per_event / 1e3;
   return account;
 }
 
@@ -183,6 +187,9 @@ void print_account(const StepAccount& a, const StepMeasures& m, double matmul_sh
             << " of the measured matmul peak; memory-bound ops: " << fixed(a.memory_bytes / 1e6, 1) << " MB at "
             << as_percent(bandwidth_share) << " of the measured bandwidth; " << a.ops
             << " ops in forward and backward\n";
+  std::cout << "  of the profiled step, the profiler's own recording: " << a.events << " events x "
+            << fixed(1e3 * a.profiler_ms / std::max<int64_t>(a.events, 1), 2) << " us = " << fixed(a.profiler_ms, 2)
+            << " ms; the parts less it: " << fixed(a.unobserved_ms(), 2) << " ms\n";
 }
 
 // @p of each timed step, with the machine's reading: one sample per timed step.
@@ -227,42 +234,78 @@ void observe_mfu(const StepMeasures& m, speedlabs::Report& report) {
 
 }  // namespace
 
-ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const c10::Device& device, int rounds) {
+ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const c10::Device& device, int rounds,
+                              int steps_per_round) {
   ProfiledRounds result;
-  // After each profiled step one plain step runs untimed: the next timed step then follows a step, as every
-  // plain step does, not the profiler's teardown (its trace processing leaves other data in the caches).
-  const auto profiled = [&] {
-    result.profiles.push_back(profile_step(step, device, ""));
-    step();
+  result.steps_per_round = steps_per_round;
+  const auto plain = [&] {
+    for (int i = 0; i < steps_per_round; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      step();
+      speedlabs::synchronize(device);
+      result.plain_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
   };
-  result.timings = speedlabs::time_interleaved({[&] { step(); }, profiled}, device, {0, rounds});
+  // After each profiled step one plain step runs: the next profiled step then follows a step, as every plain
+  // step does, not the profiler's teardown (its trace processing leaves other data in the caches).
+  const auto profiled = [&] {
+    for (int i = 0; i < steps_per_round; ++i) {
+      result.profiles.push_back(profile_step(step, device, ""));
+      step();
+    }
+  };
+  result.timings = speedlabs::time_interleaved({plain, profiled}, device, {0, rounds});
   return result;
 }
 
+namespace {
+
+// The median of each round's block of @p values (rounds of @p block, in order).
+std::vector<double> block_medians(const std::vector<double>& values, size_t block) {
+  std::vector<double> medians;
+  for (size_t from = 0; block > 0 && from + block <= values.size(); from += block) {
+    medians.push_back(speedlabs::summarize_samples({values.begin() + from, values.begin() + from + block}).median);
+  }
+  return medians;
+}
+
+}  // namespace
+
 speedlabs::TimingStats ProfiledRounds::plain() const {
-  speedlabs::TimingStats stats = timings.sides.at(0);
+  speedlabs::TimingStats stats = speedlabs::summarize(block_medians(plain_ms, steps_per_round));
+  stats.first_ms = plain_ms.empty() ? 0 : plain_ms.front();
   stats.contention = timings.contention;
   return stats;
 }
 
 StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const StepMeasures& m,
                                  const c10::Device& device, speedlabs::Report& report) {
-  // Per round: the profiled step's parts over the plain step timed beside it; the round at the median shown.
+  // Per round: the median profiled step's parts, less the profiler's own cost, over the median plain step of the
+  // block timed beside it (a median: one step in five can stall on a busy moment of the host).
+  const size_t rounds = m.step.samples_ms.size();
+  std::vector<double> unobserved_ms;
+  for (const auto& account : accounts) unobserved_ms.push_back(account.unobserved_ms());
+  const std::vector<double> profiled = block_medians(unobserved_ms, rounds > 0 ? accounts.size() / rounds : 0);
   std::vector<double> ratios;
-  for (size_t i = 0; i < accounts.size() && i < m.step.samples_ms.size(); ++i) {
-    ratios.push_back(accounts[i].sum_ms() / m.step.samples_ms[i]);
+  for (size_t round = 0; round < rounds && round < profiled.size(); ++round) {
+    ratios.push_back(profiled[round] / m.step.samples_ms[round]);
   }
-  std::vector<size_t> order(ratios.size());
+  // The step shown is the profiled step whose parts' sum is the median.
+  std::vector<size_t> order(accounts.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ratios[x] < ratios[y]; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return accounts[x].unobserved_ms() < accounts[y].unobserved_ms(); });
   const StepAccount& a = accounts.at(order.at(order.size() / 2));
   const std::string claim =
       "one training step from the profiler: matmuls (FLOPs from their shapes), memory-bound ops (bytes from "
       "their shapes), the host's per-op overhead, the optimizer, data loading and idle time add up to the "
       "step timed without the profiler beside it";
-  // Reported, not must-hold: the profiler's own cost decides it, and that cost moved from 1.5% to 13% of the
-  // step between two quiet runs of the same 2-core VM.
-  const std::string expected = "the parts' sum within " + as_percent(kSumTolerance) + " of the step (reported)";
+  // Reported, not must-hold: the median step of a block against the median of the block beside it scatters by 4%
+  // within a quiet run on the 2-core VM, but the profiler's distortion moves from run to run (medians from 0.99
+  // to 1.13 in ten quiet --quick runs of one build), more than its priced recording explains.
+  const std::string expected =
+      "the parts' sum, less the profiler's own cost, within " + as_percent(kSumTolerance) + " of the step (reported)";
   if (!device.is_cpu()) {
     report.not_applicable("step_time_accounted", claim, expected,
                           "on " + device.str() + " the host's timeline of an asynchronous step is not the device's");
@@ -287,6 +330,8 @@ StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const
         "step_time_accounted", claim,
         {{"parts", parts},
          {"sum_ms", a.sum_ms()},
+         {"profiler_events", a.events},
+         {"profiler_ms", a.profiler_ms},
          {"step_ms", m.step.median_ms},
          {"sum_over_step", speedlabs::summarize_samples(ratios).median},
          {"rounds", ratios.size()},

@@ -53,8 +53,12 @@ struct StepAccount {
   double optimizer_ms = 0;  ///< the "optimizer" range: AdamW and zero_grad
   double data_ms = 0;       ///< the "data" range: the next batch, copied to the device
   double idle_ms = 0;       ///< inside the step but inside no op: the autograd engine, the glue between ops
-  /// The parts' sum.
+  int64_t events = 0;       ///< the events the profiler recorded in the step
+  double profiler_ms = 0;   ///< what recording them cost: events x the profiler's measured cost per event
+  /// The parts' sum: the profiled step.
   double sum_ms() const { return matmul_ms + memory_ms + overhead_ms + optimizer_ms + data_ms + idle_ms; }
+  /// The parts' sum less the profiler's own cost, spread through them: the step as it runs unobserved.
+  double unobserved_ms() const { return sum_ms() - profiler_ms; }
 };
 
 /// Splits the profiled step into its parts. Each top-level op of forward and backward is charged
@@ -63,22 +67,28 @@ struct StepAccount {
 /// covers.
 /// @param profile   profile_step()'s result (its named ranges: data, forward, backward, optimizer)
 /// @param us_per_op the C++ host cost of a tiny op, in microseconds
-StepAccount account_step(const StepProfile& profile, double us_per_op);
+/// @param profiler_us_per_event the profiler's cost per event it records (measure_profiler_us_per_event())
+StepAccount account_step(const StepProfile& profile, double us_per_op, double profiler_us_per_event);
 
-/// Steps timed without the profiler and steps profiled, interleaved: round after round, one of each.
+/// Steps timed without the profiler and steps profiled, interleaved: round after round, a block of each.
 struct ProfiledRounds {
-  std::vector<StepProfile> profiles;  ///< one profiled step per round, in round order
-  speedlabs::Interleaved timings;     ///< side 0: the plain steps; side 1: the profiled ones (with the profiler's cost)
-  /// The plain steps, with the machine's reading over the rounds.
+  int steps_per_round = 1;            ///< steps in each block, plain and profiled alike
+  std::vector<StepProfile> profiles;  ///< steps_per_round profiled steps per round, in round order
+  std::vector<double> plain_ms;       ///< each plain step's time, in round order
+  speedlabs::Interleaved timings;  ///< side 0: the plain blocks; side 1: the profiled ones (with the profiler's cost)
+  /// The plain steps, one sample per round (the median step of its block), with the machine's reading.
   speedlabs::TimingStats plain() const;
 };
 
-/// Runs @p rounds rounds of one plain step (timed) and one profiled step (profile_step(), no trace), in
-/// alternating order, so a profiled step and the plain step it is held against saw the same moment.
-/// @param step   one training step
-/// @param device where it runs
-/// @param rounds how many rounds
-ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const c10::Device& device, int rounds);
+/// Runs @p rounds rounds of a block of @p steps_per_round plain steps (timed) and a block of as many profiled
+/// steps (profile_step(), no trace), in alternating order, so the profiled steps and the plain steps they are
+/// held against saw the same moment; a block evens out the scatter of single steps.
+/// @param step            one training step
+/// @param device          where it runs
+/// @param rounds          how many rounds
+/// @param steps_per_round the steps in each block
+ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const c10::Device& device, int rounds,
+                              int steps_per_round);
 
 /// What the accounting is held against.
 struct StepMeasures {
@@ -88,11 +98,11 @@ struct StepMeasures {
   double model_flops = 0;             ///< model FLOPs of one step (6 N + attention, x tokens)
 };
 
-/// Prints the parts and records step_time_accounted (must hold: in each round, the parts of the profiled step
-/// sum to the plain step timed beside it within 5%) and step_mfu (reported: the model FLOP utilisation against the
-/// measured matmul peak and against the theoretical peak, every input shown). Not applicable on a GPU: the host's
-/// timeline of an asynchronous step is not the device's.
-/// @param accounts account_step() of each round's profiled step, in round order
+/// Prints the parts and records step_time_accounted (reported: in each round, the median profiled step's parts,
+/// less the profiler's own cost, sum to the median plain step timed beside them within 5%) and step_mfu (reported: the
+/// model FLOP utilisation against the measured matmul peak and against the theoretical peak, every input shown). Not
+/// applicable on a GPU: the host's timeline of an asynchronous step is not the device's.
+/// @param accounts account_step() of each profiled step, in round order (measures.step's rounds, each a block)
 /// @param measures what they are held against (measures.step: the same rounds' plain steps)
 /// @param device   where the step ran
 /// @param report   receives the observations

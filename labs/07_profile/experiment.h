@@ -30,7 +30,7 @@ struct Config {
   int64_t matmul_size = 1024;  ///< n of the n x n x n matmuls that measure the peak FLOP/s
   int64_t stream_mib = 256;    ///< MiB per array of the copy and triad that measure the bandwidth
   int feed_steps = 12;         ///< timed training steps of each way of feeding the loop
-  int64_t doc_kib = 512;       ///< KiB of text the loader tokenizes for each sequence (on a CPU a third of a step)
+  int64_t doc_kib = 1024;      ///< KiB of text the loader tokenizes for each sequence (on a CPU half a step)
   int64_t prefetch = 2;        ///< capacity of the prefetching loader's queue
   std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
 };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -141,11 +142,59 @@ void save_atomically(profiler::ProfilerResult& result, const std::string& path) 
 
 }  // namespace
 
-StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::Device& device,
-                         const std::string& trace_path) {
+namespace {
+
+// Tiny ops per calibration loop: enough that the loop's time is theirs, not the clock's.
+constexpr int kCalibrationOps = 4000;
+
+// The profiler's settings, the same for a step and for the calibration that prices its events.
+ProfilerConfig profiler_config() { return ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true); }
+
+std::set<ActivityType> activities_on(const c10::Device& device) {
   std::set<ActivityType> activities{ActivityType::CPU};
   if (device.is_cuda()) activities.insert(ActivityType::CUDA);
-  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
+  return activities;
+}
+
+}  // namespace
+
+double measure_profiler_us_per_event(const c10::Device& device, int rounds) {
+  const auto one = torch::ones({1}, torch::TensorOptions().device(device));
+  const auto loop_ms = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalibrationOps; ++i) one.add(one);
+    speedlabs::synchronize(device);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  loop_ms();  // warm-up: the allocator and the dispatcher's caches
+  std::vector<double> us_per_event;
+  for (int round = 0; round < rounds; ++round) {
+    const double plain_ms = loop_ms();
+    const auto config = profiler_config();
+    const auto activities = activities_on(device);
+    profiler::prepareProfiler(config, activities);
+    profiler::enableProfiler(config, activities);
+    double profiled_ms = 0;
+    try {
+      profiled_ms = loop_ms();
+    } catch (...) {
+      profiler::disableProfiler();
+      throw;
+    }
+    const auto result = profiler::disableProfiler();
+    int64_t events = 0;
+    for (const auto& event : result->events()) events += event.deviceType() == c10::DeviceType::CPU;
+    if (events > 0) us_per_event.push_back((profiled_ms - plain_ms) * 1e3 / static_cast<double>(events));
+  }
+  if (us_per_event.empty()) return 0;
+  std::sort(us_per_event.begin(), us_per_event.end());
+  return us_per_event[us_per_event.size() / 2];
+}
+
+StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::Device& device,
+                         const std::string& trace_path) {
+  const std::set<ActivityType> activities = activities_on(device);
+  const ProfilerConfig config = profiler_config();
   profiler::prepareProfiler(config, activities);
   profiler::enableProfiler(config, activities);
   torch::Tensor loss;
@@ -182,6 +231,9 @@ StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::
       last_ns = std::max(last_ns, span.end_ns);
     }
     host_threads[event.startThreadId()].push_back(std::move(span));
+  }
+  for (const auto& [thread, spans] : host_threads) {
+    for (const Span& span : spans) profile.events += span.start_ns >= first_ns && span.end_ns <= last_ns;
   }
   profile.step_ms = last_ns > first_ns ? static_cast<double>(last_ns - first_ns) / 1e6 : 0;
 

@@ -59,6 +59,7 @@ struct StepProfile {
   std::vector<OpTime> kernels;             ///< GPU kernels by time, largest first (share of step_ms)
   std::vector<TopLevelOp> top_level;       ///< every top-level op call on the host, in no particular order
   double loss = 0;                         ///< the profiled step's loss
+  int64_t events = 0;  ///< host events the profiler recorded in the step, nested ones and ranges too
 };
 
 /// Profiles one call of @p step with the Kineto profiler (CPU activities, plus CUDA on a GPU), after
@@ -69,5 +70,12 @@ struct StepProfile {
 /// @param trace_path where the trace JSON goes ("" = not written)
 StepProfile profile_step(const std::function<torch::Tensor()>& step, const c10::Device& device,
                          const std::string& trace_path);
+
+/// The profiler's own cost per event it records, in microseconds: a loop of tiny ops (a 1-element add, one
+/// event each) timed with the profiler recording (shapes included, as profile_step() records) and without,
+/// round after round; the median round's difference over the events recorded.
+/// @param device where the ops run
+/// @param rounds how many rounds of each
+double measure_profiler_us_per_event(const c10::Device& device, int rounds);
 
 }  // namespace lab07

@@ -39,18 +39,22 @@ double median_step_ms(const Contender& c);
 
 speedlabs::Summary per_round_scores(const Outcome& o) {
   const Contender &b = o.baseline, &t = o.trainer;
-  std::vector<double> scores;
   const size_t n = std::min(b.step_ms.size(), t.step_ms.size());
-  // Each side's steps as if every sequence had taken round k's time a sequence: a trainer's B may change.
-  const auto as_if_round = [](const Contender& c, size_t k) {
-    const double per_sequence = c.step_ms[k] / static_cast<double>(std::max<int64_t>(c.step_batch[k], 1));
-    return c.init_ms + c.weights_ms + static_cast<double>(c.sequences()) * per_sequence;
+  // Consecutive rounds pooled into windows (up to kScoreWindow, at least kMinScoreWindows of them): single steps
+  // on a busy machine scatter, and a small-batch step against a whole-batch one saw different moments of it.
+  const size_t window = std::clamp<size_t>(n / kMinScoreWindows, 1, kScoreWindow);
+  // Each side's steps as if every sequence had taken the window's time a sequence: a trainer's B may change.
+  const auto as_if_window = [window](const Contender& c, size_t from) {
+    double ms = 0, sequences = 0;
+    for (size_t k = from; k < from + window; ++k) {
+      ms += c.step_ms[k];
+      sequences += static_cast<double>(std::max<int64_t>(c.step_batch[k], 1));
+    }
+    return c.init_ms + c.weights_ms + static_cast<double>(c.sequences()) * ms / sequences;
   };
-  for (size_t k = 0; k < n; ++k) {
-    const double base = as_if_round(b, k);
-    const double mine = as_if_round(t, k);
-    scores.push_back(base / mine);
-  }
+  std::vector<double> scores;
+  for (size_t from = 0; from + window <= n; from += window)
+    scores.push_back(as_if_window(b, from) / as_if_window(t, from));
   if (scores.empty()) scores.push_back(o.score);
   return speedlabs::summarize_samples(scores);
 }

@@ -25,8 +25,14 @@ void require_record_writable(const std::string& path);
 /// a temporary file beside it and renamed over it, so a full disk leaves the old file whole (RuntimeFailure, 3).
 void write_outputs(const Outcome& outcome, const Config& config);
 
-/// The score estimated from each round where both trainers stepped: both totals as if every step had taken that
-/// round's time (the two steps of a round saw the same moment of the machine). The samples the verdict rests on.
+/// Rounds pooled into windows for the score's samples: at most this many rounds a window...
+constexpr size_t kScoreWindow = 5;
+/// ... and at least this many windows where there are rounds enough (one round a window otherwise).
+constexpr size_t kMinScoreWindows = 5;
+
+/// The score estimated from each window of consecutive rounds where both trainers stepped: both totals as if every
+/// sequence had taken that window's time a sequence (the steps of a window saw the same stretch of the machine).
+/// The samples the verdict rests on.
 speedlabs::Summary per_round_scores(const Outcome& outcome);
 
 /// The record's line: date, CPU model, cores, instruction sets, commit, config, score, times, techniques.

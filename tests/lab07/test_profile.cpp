@@ -227,7 +227,7 @@ TEST(Lab07Accounting, PartsAddUpToTheProfiledStep) {
   profile.top_level = {{"aten::linear", "forward", 2.0, 1e9, 0, false}, {"aten::gelu", "forward", 0.5, 0, 4e6, false},
                        {"aten::view", "forward", 0.002, 0, 0, true},    {"aten::mm", "backward", 3.0, 2e9, 0, false},
                        {"aten::add_", "optimizer", 1.0, 0, 8e6, false}, {"aten::to", "data", 0.1, 0, 1e3, false}};
-  const auto account = lab07::account_step(profile, 1.0);  // 1 us per op
+  const auto account = lab07::account_step(profile, 1.0, 0.0);  // 1 us per op
   EXPECT_EQ(account.ops, 4) << "forward's and backward's top-level ops";
   EXPECT_DOUBLE_EQ(account.overhead_ms, 3 * 0.001 + 0.002) << "1 us each; a view is all overhead";
   EXPECT_DOUBLE_EQ(account.matmul_ms, 2.0 + 3.0 - 2 * 0.001);
@@ -238,6 +238,29 @@ TEST(Lab07Accounting, PartsAddUpToTheProfiledStep) {
   EXPECT_DOUBLE_EQ(account.optimizer_ms, 2);
   EXPECT_NEAR(account.idle_ms, 10 - 0.5 - 2 - (2 + 0.5 + 0.002 + 3), 1e-12);
   EXPECT_NEAR(account.sum_ms(), profile.step_ms, 1e-12);
+  EXPECT_DOUBLE_EQ(account.profiler_ms, 0) << "no events recorded, no profiler cost";
+}
+
+// The profiler's own cost is its events times its measured cost per event, and is taken out of the parts' sum.
+TEST(Lab07Accounting, TheProfilersCostIsItsEventsAtTheMeasuredPrice) {
+  lab07::StepProfile profile;
+  profile.step_ms = 10;
+  profile.events = 2000;
+  const auto account = lab07::account_step(profile, 1.0, 0.5);  // 0.5 us per event
+  EXPECT_DOUBLE_EQ(account.profiler_ms, 1.0);
+  EXPECT_DOUBLE_EQ(account.unobserved_ms(), account.sum_ms() - 1.0);
+}
+
+// Recording an event costs the profiler real time (a fraction of a microsecond to a few, on any host),
+// and a profiled step records thousands, nested ones and ranges included.
+TEST(Lab07Accounting, TheProfilersCostPerEventIsMeasuredAndAStepRecordsMany) {
+  const double us = lab07::measure_profiler_us_per_event(kCpu, 5);
+  EXPECT_GT(us, 0);
+  EXPECT_LT(us, 100) << "no profiler spends a tenth of a millisecond recording one event";
+  TinyRun run;
+  run.step();
+  const auto profile = lab07::profile_step([&] { return run.step(); }, kCpu, "");
+  EXPECT_GT(profile.events, profile.op_calls) << "every top-level op is an event, and so are the ops inside it";
 }
 
 // A real profiled step: the matmuls its shapes show are forward's, three times (forward, and the gradients of
@@ -246,7 +269,7 @@ TEST(Lab07Accounting, AProfiledStepsMatmulsAreThreeTimesTheForwardFlops) {
   TinyRun run;
   run.step();
   const auto profile = lab07::profile_step([&] { return run.step(); }, kCpu, "");
-  const auto account = lab07::account_step(profile, 1.0);
+  const auto account = lab07::account_step(profile, 1.0, 0.0);
   const double bt = 2 * 16, c = 64, heads = 4, t = 16, layers = 2;
   const double per_layer = 2 * bt * c * (3 * c) + 2 * bt * c * c + 2 * 2 * bt * c * (4 * c) +
                            4 * 2 * heads * t * t * (c / heads);    // qkv, projection, the MLP, attention
@@ -308,10 +331,13 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
   for (const auto& id : {"matmul_mlp", "matmul_lm_head", "gelu", "layer_norm", "softmax", "adamw"}) {
     EXPECT_TRUE(report.has(std::string("roofline_") + id)) << id;
   }
-  // The step accounted: its parts add up to their sum, which is held against the step timed without the profiler
-  // (reported: the profiler's own cost, which varies from run to run, decides it).
+  // The step accounted: its parts add up to their sum, which, less the profiler's priced cost, is held against
+  // the step timed without the profiler (reported: the profiler's distortion moves from run to run).
   const auto& accounted = report.at("step_time_accounted");
   EXPECT_FALSE(accounted.must_hold);
+  EXPECT_GT(accounted.measured.at("profiler_events").get<int64_t>(), 0);
+  EXPECT_GE(accounted.measured.at("profiler_ms").get<double>(), 0);
+  EXPECT_LT(accounted.measured.at("profiler_ms").get<double>(), accounted.measured.at("sum_ms").get<double>());
   EXPECT_TRUE(speedlabs::testing::timed_with_evidence(accounted)) << accounted.measured.dump();
   double parts_ms = 0;
   for (const auto& [key, value] : accounted.measured.at("parts").items()) {

@@ -163,9 +163,25 @@ TEST(Lab13Race, EachRoundsScoreCountsEverySequenceAtThatRoundsTimeASequence) {
   o.trainer.step_ms = {2.5, 2.5, 10, 10};
   o.trainer.step_batch = {1, 1, 4, 4};
   const speedlabs::Summary scores = lab13::per_round_scores(o);
-  EXPECT_EQ(scores.count, 4);
+  EXPECT_EQ(scores.count, 4) << "too few rounds to pool: one round a window";
   EXPECT_DOUBLE_EQ(scores.min, 1.6);
   EXPECT_DOUBLE_EQ(scores.max, 1.6);
+}
+
+TEST(Lab13Race, RoundsArePooledIntoWindowsSoOneStrayStepMovesOneSampleALittle) {
+  // 50 rounds of 10 ms against 5 ms (score 2), one trainer step stalled to 55 ms: pooled five rounds a window, ten
+  // samples; the stalled window says 50 / 75 (its five rounds), where the round alone said 10 / 55.
+  lab13::Outcome o;
+  o.baseline.step_ms.assign(50, 10);
+  o.baseline.step_batch.assign(50, 4);
+  o.trainer.step_ms.assign(50, 5);
+  o.trainer.step_batch.assign(50, 4);
+  o.trainer.step_ms[7] = 55;
+  const speedlabs::Summary scores = lab13::per_round_scores(o);
+  EXPECT_EQ(scores.count, 50 / lab13::kScoreWindow);
+  EXPECT_DOUBLE_EQ(scores.median, 2.0);
+  EXPECT_DOUBLE_EQ(scores.min, 50.0 / 75.0);
+  EXPECT_DOUBLE_EQ(scores.max, 2.0);
 }
 
 TEST(Lab13Race, ATrainerWithNonFiniteWeightsScoresZeroWithTheReason) {
