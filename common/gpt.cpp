@@ -110,15 +110,18 @@ GPTImpl::GPTImpl(const GPTConfig& config, AttentionFn attention) : config_(confi
   wpe->weight.normal_(0.0, kInitStd);
 }
 
-GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
+torch::Tensor GPTImpl::hidden(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   config_.require_sequence_fits(T, "the input's sequence length");
   const auto positions = torch::arange(T, idx.options().dtype(torch::kLong));
   auto x = wte->forward(idx) + wpe->forward(positions);
   for (const auto& block : *h) x = block->as<Block>()->forward(x);
-  x = ln_f->forward(x);
+  return ln_f->forward(x);
+}
+
+GPTOutput GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
   GPTOutput out;
-  out.logits = torch::nn::functional::linear(x, wte->weight);  // the tied lm_head, no bias
+  out.logits = torch::nn::functional::linear(hidden(idx), wte->weight);  // the tied lm_head, no bias
   if (targets.defined()) {
     out.loss = torch::nn::functional::cross_entropy(out.logits.view({-1, out.logits.size(-1)}), targets.view({-1}));
   }

@@ -119,6 +119,11 @@ class GPTImpl : public torch::nn::Module {
   /// @param targets (B, T) int64 next-token ids, or an undefined tensor for logits only
   GPTOutput forward(const torch::Tensor& idx, const torch::Tensor& targets = {});
 
+  /// The final hidden states: the forward pass up to and including the final LayerNorm, without the head.
+  /// @param idx (B, T) int64 token ids, T <= block_size (UsageError otherwise)
+  /// @return (B, T, n_embd)
+  torch::Tensor hidden(const torch::Tensor& idx);
+
   /// Replaces the attention function of every block.
   /// @param attention the new function
   void set_attention(const AttentionFn& attention);

@@ -105,14 +105,6 @@ Parity parity(const speedlabs::gpt::GPTConfig& model, int64_t rows, const Config
   return p;
 }
 
-// The final hidden states of lab 05's GPT-2: its forward up to ln_f, without the head.
-torch::Tensor final_hidden(speedlabs::gpt::GPT& model, const torch::Tensor& idx) {
-  const auto positions = torch::arange(idx.size(1), idx.options());
-  auto x = model->wte->forward(idx) + model->wpe->forward(positions);
-  for (const auto& block : *model->h) x = block->as<speedlabs::gpt::Block>()->forward(x);
-  return model->ln_f->forward(x);
-}
-
 // A few float32 AdamW steps of GPT-2 on seeded random tokens, with the plain head (GPT::forward's loss) or the
 // chunked one on the same final hidden states and the same tied weight. The losses per step, and the largest
 // extra peak of a step after the first (whose AdamW state is made then).
@@ -131,7 +123,7 @@ std::pair<std::vector<double>, int64_t> train_gpt(bool chunked, const Config& co
     torch::Tensor loss;
     const int64_t bytes = extra_peak_bytes(
         [&] {
-          loss = chunked ? chunked_cross_entropy(final_hidden(model, x), model->wte->weight, y, config.chunk)
+          loss = chunked ? chunked_cross_entropy(model->hidden(x), model->wte->weight, y, config.chunk)
                          : model->forward(x, y).loss;
           loss.backward();
           optimizer.step();
