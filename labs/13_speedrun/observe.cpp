@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "common/format.h"
 #include "common/peaks.h"
@@ -98,12 +99,15 @@ void record_split(const Outcome& o, speedlabs::Report& report) {
   const auto handed = static_cast<int64_t>(o.baseline.config.train_tokens->size());
   const bool same_stream = o.trainer.config.train_tokens == o.baseline.config.train_tokens;
   const bool disjoint = o.split.train_end <= o.split.validation_begin && handed == o.split.train_end;
+  // How many of the vocabulary's tokens the stream holds: all a trainer's head ever has to tell apart.
+  const std::set<int32_t> distinct(o.split.train->begin(), o.split.train->end());
   report.check("validation_never_seen",
                "the trainers are handed the training stream only: the validation split is the last tokens, a copy "
                "that only the evaluator reads",
                {{"train_tokens", {o.split.train_begin, o.split.train_end}},
                 {"validation_tokens", {o.split.validation_begin, o.split.validation_end}},
                 {"handed_tokens", handed},
+                {"distinct_handed_tokens", static_cast<int64_t>(distinct.size())},
                 {"one_stream_for_both", same_stream}},
                "training [0, v), validation [v, end), the stream handed ends at v", disjoint && same_stream);
 }
