@@ -5,15 +5,18 @@
 // and the order in which to try things are in README.md ("The exercise"). Race it with ./lab speedrun --quick,
 // check it with ./lab check 13.
 //
-// TODO(lab13): make this trainer faster. Ideas, each from an earlier lab (measure each one on its own):
-// - lab 09: libtorch's fused attention (speedlabs::gpt::fused_causal_attention, the GPT's default) instead of
-//   the attention written out (written_out_attention, baseline.h);
+// TODO(lab13): make this trainer faster. Ideas, each from an earlier lab or this one's lesson (measure each one
+// on its own, on the full race too: some win the quick race and lose the full one):
+// - the head is most of a small model's time (50,257 logits a token): the training stream holds far fewer
+//   tokens, and stream_vocab.h gives a head over only those that still computes the whole vocabulary's loss
+//   (build your GPT with StreamVocabulary::rows() rows, feed it rows_of() the ids, and hand back
+//   full_embedding() in weights());
 // - labs 03 and 05: the forward pass under bf16 autocast where the CPU has bf16 instructions (avx512_bf16);
+// - lab 09: libtorch's fused attention (speedlabs::gpt::fused_causal_attention) instead of the attention
+//   written out (written_out_attention, baseline.h): measure it at this context;
 // - the batch size: a step on fewer sequences costs less and, early in training, moves the loss nearly as far
 //   (load your own B in init() and return it from batch());
-// - the learning rate and its schedule: a larger peak with a short warm-up and a decay reaches the target in
-//   fewer steps;
-// - lab 12: the cross-entropy head is most of a small model's time (50,257 logits a token).
+// - the learning rate and its schedule: a warm-up, a peak and a decay change how many steps the target needs.
 // List what you use in techniques(), and honour TrainerConfig::disabled, so the lab's ablation can measure each.
 #include "exercise.h"
 #include "baseline.h"
