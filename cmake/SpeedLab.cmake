@@ -293,6 +293,25 @@ function(speedlabs_add_lab)
       endforeach()
       speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference}
                           LABELS "${label};graded" POINTS tests/${label}/points.tsv)
+      # The outside check (tests/support/checked.h), where tests/labNN/checked.cpp exists: the same objects
+      # as the graded tests. Its self-check on this build: the outputs read back equal, a changed byte caught.
+      # (the folder's time tells CMake to look again when the file comes or goes)
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/${label}")
+      if(EXISTS "${PROJECT_SOURCE_DIR}/tests/${label}/checked.cpp")
+        if(NOT TARGET speedlabs_checked_main)  # compiled once for every lab
+          add_library(speedlabs_checked_main STATIC "${PROJECT_SOURCE_DIR}/tests/support/checked_main.cpp")
+          target_link_libraries(speedlabs_checked_main PUBLIC speedlabs_common)
+          speedlabs_use_pch(speedlabs_checked_main)
+        endif()
+        add_executable(checked_${label} "${PROJECT_SOURCE_DIR}/tests/${label}/checked.cpp")
+        target_link_libraries(checked_${label} PRIVATE ${core} ${exercise} ${earlier_reference} speedlabs_checked_main)
+        speedlabs_use_pch(checked_${label})
+        if(SPEEDLABS_EXERCISES STREQUAL "solutions")
+          add_test(NAME ${label}.checked_outside
+            COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest $<TARGET_FILE:checked_${label}>)
+          set_tests_properties(${label}.checked_outside PROPERTIES LABELS ${label} TIMEOUT 300)
+        endif()
+      endif()
     endif()
     # Exit 5 (a timed claim this run could not decide, e.g. on a busy machine) is not a failure; 1 is.
     set(smoke_json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json")

@@ -14,7 +14,8 @@ counts only when GoogleTest itself recorded it (GTEST_SKIP(): no GPU here).
 
 A lab's graded tests are the GoogleTest suites Lab<NN>_<exercise>; tests/lab<NN>/points.tsv gives each
 exercise's points, README anchor and time budget per test (budget_s, the tests' CTest TIMEOUT). An exercise
-passes when every test of its suite passed; a skipped test makes it skipped, never passed.
+passes when every test of its suite passed and, where ./lab grade checked it outside the student's process
+(RUN_DIR/checked/), that check passed; a skipped test makes it skipped, never passed.
 Standard library only.
 """
 import math
@@ -234,12 +235,42 @@ def read_results(junit_path, exercises, run=None):
             else:
                 printed = PRINTED_SCORE.findall(output)
                 score = (printed[-1] if printed[-1] == "undecided" else float(printed[-1])) if printed else None
-            if score == "undecided":
+            if run is not None and score is None and exercise.name.endswith("_speed"):
+                # Only the harness records a speed score, after the timed calls' results were checked; an end
+                # with none was not the harness's (a forged end line) or the measurement never finished.
+                exercise.passed -= 1
+                exercise.failed.append((name, "the test ended without its speed score (the harness records it once "
+                                              "the timed calls' results are checked): nothing to score"))
+            elif score == "undecided":
                 reason = re.search(r"could not decide: ([^\n]*)", output)
                 exercise.undecided.append((name, reason.group(1).strip() if reason else "the machine was busy"))
             elif score is not None:
                 exercise.scores.append((name, score))
+    for e in exercises if run is not None else []:
+        outside = outside_verdict(run, e)
+        if outside:
+            e.failed.append((f"Lab{e.lab}_{e.name}, checked outside your process on fresh inputs", outside))
+    # Speed counts only on right results: a speed exercise scores only when the exercise it times passes.
+    timed = {(e.lab, e.name): e for e in exercises}
+    for e in exercises:
+        base = timed.get((e.lab, e.name.removesuffix("_speed"))) if e.name.endswith("_speed") else None
+        if base is not None and base.status != "passed" and e.status in ("passed", "undecided"):
+            e.failed.append((f"Lab{e.lab}_{e.name}", f"speed is scored only on right results, and {base.name} "
+                                                     f"did not pass ({base.status})"))
     return sorted(set(unknown))
+
+
+def outside_verdict(run, e):
+    """Why exercise @p e failed its outside check in @p run (RUN_DIR/checked/LabNN_<exercise>, written by the
+    grader from the reference's comparison: scripts/driver/outside_check.py), or "" (passed, or not checked)."""
+    try:
+        line = (Path(run) / "checked" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    if line.startswith("passed"):
+        return ""
+    word, _, why = line.partition(" ")
+    return why if word == "failed" else f"the outside check could not run: {why}"
 
 
 def message(e):

@@ -15,6 +15,9 @@ grader writes, outside it:
   RUN_DIR/ends/<test>    the first record the process sent under its own token, keyed with the run's token
                          (SPEEDLABS_GRADE_TOKEN, which no test process sees) for grade_results.py.
 A test's output is kept up to 1 MiB (its first 768 KiB and its last 256 KiB).
+With SPEEDLABS_CHECK_REFERENCE (./lab grade: the reference build tree), each lab that has tests/labNN/checked.cpp
+then has its exercises checked outside the student's process (scripts/driver/outside_check.py), into
+RUN_DIR/checked/.
 Standard library only.
 """
 import os
@@ -30,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import outside_check  # noqa: E402
 import sandbox  # noqa: E402
 from grade_results import read_points  # noqa: E402
 
@@ -37,9 +41,11 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAD, TAIL = 768 << 10, 256 << 10
 
 
-def hidden(run_dir):
-    """What no graded process may see: the run's records, the grader's output folder, the answers."""
-    paths = [run_dir, ROOT / "solutions", ROOT / "docs" / "results", ROOT / ".cache"]
+def hidden(run_dir, build):
+    """What no graded process may see: the run's records, the grader's output folder, the answers (the
+    reference, its programs in every other build tree, the Python references)."""
+    paths = [run_dir, ROOT / "solutions", ROOT / "docs" / "results", ROOT / ".cache", ROOT / "reference"]
+    paths += [tree for tree in ROOT.glob("build*") if tree.is_dir() and tree.resolve() != Path(build).resolve()]
     if os.environ.get("SPEEDLABS_GRADE_OUT"):
         paths.append(os.environ["SPEEDLABS_GRADE_OUT"])
     return [str(p) for p in paths if os.path.exists(p)]
@@ -70,13 +76,13 @@ def read_bounded(stream, keep):
     keep.append(bytes(head) + (b"\n[... output cut ...]\n" + bytes(tail) if tail else b""))
 
 
-def run_one(binary, name, budget, run_dir):
+def run_one(binary, name, budget, run_dir, build):
     """Runs test @p name of @p binary in its sandbox; (exit code or None on timeout, seconds, output, records)."""
     token = secrets.token_hex(16)
     mine, theirs = socket.socketpair()
     env = clean_env() | {"SPEEDLABS_GRADE_FD": str(theirs.fileno()), "SPEEDLABS_GRADE_TOKEN": token}
     command = sandbox.wrap([str(binary), f"--gtest_filter={name}", "--gtest_also_run_disabled_tests"],
-                           hidden=hidden(run_dir))
+                           hidden=hidden(run_dir, build))
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=binary.parent, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=[theirs.fileno()])
@@ -156,7 +162,7 @@ def main(argv):
 
     def one(test):
         binary, name, budget = test
-        code, seconds, output, records = run_one(binary, name, budget, run_dir)
+        code, seconds, output, records = run_one(binary, name, budget, run_dir, build)
         mark = "Passed" if code == 0 else "Skipped" if code == 77 else "Failed"
         print(f"  {name}: {mark} ({seconds:.1f} s)", file=sys.stderr)
         lines = [" ".join([r[0], run_token, *r[1:]]) for r in records]
@@ -167,6 +173,16 @@ def main(argv):
         for case in pool.map(one, tests):
             suite.append(case)
     (run_dir / "junit.xml").write_text(ET.tostring(suite, encoding="unicode") + "\n")
+    # ./lab grade: each lab's exercises checked outside too, against the reference tree's program.
+    reference = os.environ.get("SPEEDLABS_CHECK_REFERENCE")
+    for lab in labs if reference else []:
+        if not (ROOT / f"tests/lab{lab}/checked.cpp").exists():
+            continue
+        folder = next(ROOT.glob(f"labs/{lab}_*")).name
+        exercise_budgets = {name[6:]: budget for name, budget in budgets.items() if name.startswith(f"Lab{lab}_")}
+        outside_check.check_lab(build / "labs" / folder / f"checked_lab{lab}",
+                                Path(reference) / "labs" / folder / f"checked_lab{lab}", lab, run_dir,
+                                exercise_budgets, hidden(run_dir, build))
     return 0
 
 

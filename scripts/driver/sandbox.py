@@ -81,7 +81,8 @@ def loopback_up():
 
 
 def inner(spec, command):
-    """Inside the new namespaces (as their root): the mounts, the limits, then COMMAND without capabilities."""
+    """Inside the new namespaces (as their root): the mounts, the limits, then COMMAND without capabilities;
+    returns COMMAND's exit status."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     held = {path: os.open(path, os.O_PATH) for path in spec["rw"]}  # an --rw folder under /tmp comes back below
     for path in spec["rw"]:
@@ -134,7 +135,17 @@ def inner(spec, command):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, ((int(os.environ.get("SPEEDLABS_SANDBOX_FILE_MB", "4096")) << 20),) * 2)
     resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
-    os.execvp("setpriv", ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command])
+    child = os.fork()
+    if child == 0:
+        os.execvp("setpriv", ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *command])
+    # This process stays the namespace's init (PID 1), so COMMAND is an ordinary process: a signal it sends
+    # itself (raise(SIGSEGV), abort()) acts as it would outside, where init would ignore it. Init reaps every
+    # orphan and, when COMMAND ends, ends with its status (128 + N for signal N), taking every process left.
+    while True:
+        pid, status = os.wait()
+        if pid == child:
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code
 
 
 def probe():
@@ -151,7 +162,7 @@ def probe():
 def main(argv):
     if len(argv) >= 4 and argv[1] == "inner" and argv[3] == "--":
         try:
-            inner(json.loads(argv[2]), argv[4:])
+            return inner(json.loads(argv[2]), argv[4:])
         except OSError as error:
             print(f"[lab] error: the sandbox could not be set up: {error}", file=sys.stderr)
             return 126

@@ -6,8 +6,8 @@ the tests' own records of their ends), and that it gives no point for any of the
 
 Needs no build: each case writes the files a run of ./lab grade leaves (RUN_DIR/junit.xml,
 RUN_DIR/ends/<Suite.Test>, the token in SPEEDLABS_GRADE_TOKEN) for lab 01's exercises, whose points.tsv gives sum_squares_eigen 3 points,
-sum_squares_torch 3, sum_squares_unrolled 10 and sum_squares_unrolled_speed 5 (a passed speed test with no score
-record earns its points; tests/grading/test_predictions.py grades the score records).
+sum_squares_torch 3, sum_squares_unrolled 10 and sum_squares_unrolled_speed 5 (its test records a full score;
+tests/grading/test_predictions.py grades the score records).
 """
 import importlib.util
 import io
@@ -48,7 +48,8 @@ class Run:
         os.environ["SPEEDLABS_GRADE_TOKEN"] = TOKEN
         self.cases = {}
         for exercise in EXERCISES:
-            self.test(f"Lab01_{exercise}.Works", f"start {TOKEN}\nend {TOKEN} passed\n")
+            score = f"score {TOKEN} 1\n" if exercise.endswith("_speed") else ""
+            self.test(f"Lab01_{exercise}.Works", f"start {TOKEN}\n{score}end {TOKEN} passed\n")
 
     def test(self, name, record, **junit):
         self.cases[name] = case(name, **junit)
@@ -130,6 +131,37 @@ class CannotBeFooled(unittest.TestCase):
     def test_passed_test_whose_process_then_fails_scores_zero(self):
         self.assert_scores_zero("sum_squares_unrolled", f"start {TOKEN}\nend {TOKEN} passed\n",
                                 "its process then failed", status="fail")
+
+    def test_forged_pass_fails_its_outside_check(self):
+        # A forged "end TOKEN passed" from a wrong answer (the token read before main() removed it): the record
+        # says passed; the outside check, written by the grader, says how the outputs differ.
+        checked = self.run.dir / "checked"
+        checked.mkdir()
+        (checked / "Lab01_sum_squares_torch").write_text("failed output 'sum': 1 of 1 elements differ (seed 7)\n")
+        (checked / "Lab01_sum_squares_eigen").write_text("passed (seed 8)\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_torch"]["score"], 0)
+        self.assertIn("checked outside your process on fresh inputs", tests["sum_squares_torch"]["output"])
+        self.assertIn("1 of 1 elements differ", tests["sum_squares_torch"]["output"])
+        self.assertEqual(tests["sum_squares_eigen"]["score"], 3)
+
+    def test_forged_end_of_a_speed_test_earns_nothing(self):
+        # "end TOKEN passed" with no score: the harness records the score with the end, after its checks.
+        self.assert_scores_zero("sum_squares_unrolled_speed", f"start {TOKEN}\nend {TOKEN} passed\n",
+                                "without its speed score")
+
+    def test_speed_of_a_wrong_answer_earns_nothing(self):
+        (self.run.dir / "checked").mkdir()
+        (self.run.dir / "checked" / "Lab01_sum_squares_unrolled").write_text("failed output 'sum' differs (seed 3)\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled"]["score"], 0)
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["score"], 0)
+        self.assertIn("only on right results", tests["sum_squares_unrolled_speed"]["output"])
+
+    def test_outside_check_that_could_not_run_earns_nothing(self):
+        (self.run.dir / "checked").mkdir()
+        (self.run.dir / "checked" / "Lab01_sum_squares_eigen").write_text("error the reference threw (seed 9)\n")
+        self.assert_scores_zero("sum_squares_eigen", f"start {TOKEN}\nend {TOKEN} passed\n", "could not run")
 
     def test_a_lab_named_twice_is_graded_once(self):
         tests = self.run.grade(labs=("01", "01"))

@@ -64,6 +64,17 @@ ATTACKS = [
      "the reference by its absolute path: hidden while the lab builds"),
     ("09_flash_attention", "online_softmax", FORGE,
      "the record's token from /proc/self/fd or /proc/self/environ, a forged end line, _Exit(0)"),
+    ("09_flash_attention", "tiled_attention_forward",
+     'extern char* forged_token; extern int forged_fd; if (forged_token) { dprintf(forged_fd, "end %s passed\\n", '
+     "forged_token); std::_Exit(0); } return {q * 0, q.sum(-1)};",
+     "the token and socket taken from the environment by a static initializer (before the tests' main() removes "
+     "them), a forged passing end and _Exit(0) from a wrong answer: the test harness cannot tell it from a pass; "
+     "the outside check, on fresh inputs, compares the wrong outputs with the reference's"),
+    ("09_flash_attention", None,
+     'namespace lab09 { char* forged_token = std::getenv("SPEEDLABS_GRADE_TOKEN") ? '
+     'strdup(std::getenv("SPEEDLABS_GRADE_TOKEN")) : nullptr; int forged_fd = std::getenv("SPEEDLABS_GRADE_FD") ? '
+     'std::atoi(std::getenv("SPEEDLABS_GRADE_FD")) : -1; }',
+     "(the static initializer of the attack above)"),
     ("09_flash_attention", None, DAEMON.replace("{plant}", f"{ROOT}/build/labs/02_float16_limits/"
                                                  "lab02.smoke.json.planted").replace(
         "{results}", f"{ROOT}/build-cheats/grade/results.json"),
@@ -89,7 +100,8 @@ EXPECTED = {
     "lab 05: causal_attention": (0, 10, "does not compile"),
     "lab 05: train_step": (0, 20, "does not compile"),
     "lab 09: online_softmax": (0, 10, "ended before the test did"),
-    "lab 09: tiled_attention_forward": (20, 20, "passed"),
+    "lab 09: tiled_attention_forward": (0, 20, "checked outside your process"),
+    "lab 09: tiled_attention_forward_speed": (0, 5, "without its speed score"),
     "lab 09: flash_attention_forward": (10, 10, "passed"),  # a GPU exercise: skipped without one (below)
 }
 
@@ -137,8 +149,9 @@ def verify(results_path):
             problems.append(f"{name}: blank predictions earned points")
     total = 0
     # The speed of an honest exercise (lab 01's unrolled sum is the reference): full points where the run
-    # decided, or not scored at all where the machine was too busy to decide (said, never a silent 0).
-    for name in [n for n in tests if n.endswith("_speed")]:
+    # decided, or not scored at all where the machine was too busy to decide (said, never a silent 0). The speed
+    # of an attacked exercise is in EXPECTED: 0.
+    for name in [n for n in tests if n.endswith("_speed") and n not in EXPECTED]:
         got = tests.pop(name)
         undecided = got["max_score"] == 0 and "could not decide" in got["output"]
         print(f"  {name}: {got['score']:g} / {got['max_score']:g}, {got['output'][:160]}")

@@ -1,0 +1,49 @@
+// Lab 09, checked outside the student's process (tests/support/checked.h): the online softmax and the tiled
+// attention forward on shapes, tiles and scales the grader's seed draws.
+#include <limits>
+
+#include "exercise.h"
+#include "tests/support/checked.h"
+
+namespace speedlabs::checked {
+
+namespace {
+
+// Two float32 computations in different orders: each within about 1e-6 relative of the exact result (the
+// graded tests measure it against float64), so 2e-5 apart at most; probabilities that underflow to 0 in one
+// order may be tiny in another (1e-9 absolute). A missing rescale or a wrong scale errs by 1e-2 or more.
+constexpr Tolerance kFloat32Orders{2e-5, 1e-9};
+// The attention output averages values of size ~1: 1e-6 absolute beside 2e-5 relative for outputs near 0.
+constexpr Tolerance kAttentionOrders{2e-5, 1e-6};
+
+}  // namespace
+
+std::vector<Exercise> exercises() {
+  return {
+      {"online_softmax",
+       [](at::Generator& generator) {
+         // Rows of 1..300 columns at scales up to 1000 (exp of them overflows without the running maximum),
+         // a tenth of the entries masked to -inf (never a whole row: its first column stays), any block.
+         const int64_t rows = draw_int(generator, 1, 64), columns = draw_int(generator, 1, 300);
+         const double scale = draw_int(generator, 0, 1) ? 1000.0 : 3.0;
+         auto logits = torch::randn({rows, columns}, generator, torch::kFloat) * scale;
+         auto masked = torch::rand({rows, columns}, generator, torch::kFloat).lt(0.1);
+         masked.select(1, 0).fill_(false);
+         logits.masked_fill_(masked, -std::numeric_limits<float>::infinity());
+         const int64_t block = draw_int(generator, 1, columns + 3);
+         return Outputs{{"probabilities", lab09::online_softmax(logits, block)}};
+       },
+       kFloat32Orders},
+      {"tiled_attention_forward",
+       [](at::Generator& generator) {
+         const auto qkv = draw_attention_inputs(generator, 3);
+         const int64_t length = qkv[0].size(2);
+         const int64_t q_tile = draw_int(generator, 1, length + 3), kv_tile = draw_int(generator, 1, length + 3);
+         const auto result = lab09::tiled_attention_forward(qkv[0], qkv[1], qkv[2], q_tile, kv_tile);
+         return Outputs{{"out", result.out}, {"lse", result.lse}};
+       },
+       kAttentionOrders},
+  };
+}
+
+}  // namespace speedlabs::checked

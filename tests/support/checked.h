@@ -1,0 +1,51 @@
+/// @file tests/support/checked.h
+/// @brief The outside check of a lab's exercises: outputs on the grader's inputs, compared outside the
+/// student's process (./lab grade; docs/grading.md, "Checked outside the student's process").
+///
+/// A lab's tests/labNN/checked.cpp defines speedlabs::checked::exercises(): for each exercise, the named
+/// outputs it gives on inputs drawn from a seed. The program checked_labNN (tests/support/checked_main.cpp)
+/// is built twice from the same cases. In the graded tree, linked with the student's exercise, it runs one
+/// exercise on the seed the grader drew at grade time, inside the sandbox, and writes the outputs to a pipe.
+/// In the reference tree, linked with solutions/, it draws the same inputs from the same seed outside the
+/// sandbox, computes the reference outputs and compares them with what came through the pipe. The verdict
+/// is the reference program's: no line the student's process prints, no file it writes, decides it, and a
+/// fresh seed every grade means no remembered answer fits.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace speedlabs::checked {
+
+/// How close an output must be to the reference's: |got - ref| <= atol + rtol * |ref| per element.
+/// Both 0: bit-exact (NaN matches any NaN; -0 and +0 differ).
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+/// An exercise's outputs, in a fixed order: a name and a CPU tensor each.
+using Outputs = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// One checked exercise of a lab.
+struct Exercise {
+  std::string name;                                ///< the exercise function, as tests/labNN/points.tsv names it
+  std::function<Outputs(at::Generator&)> outputs;  ///< draws its inputs from the generator, calls the exercise
+  Tolerance tolerance;                             ///< per dtype; checked.cpp says why beside each
+};
+
+/// The lab's checked exercises (defined by tests/labNN/checked.cpp).
+std::vector<Exercise> exercises();
+
+/// A whole number in [low, high] drawn from @p generator (input sizes, tile widths).
+int64_t draw_int(at::Generator& generator, int64_t low, int64_t high);
+
+/// Attention's q, k and v, float32 N(0, 1), of one shape drawn from @p generator: (B, heads, T, head_size) with
+/// B in 1..2, heads in 1..@p max_heads, T in 1..96 (every remainder of a tile) and head_size in 4..32.
+std::vector<torch::Tensor> draw_attention_inputs(at::Generator& generator, int64_t max_heads);
+
+}  // namespace speedlabs::checked
