@@ -197,8 +197,9 @@ def verdict(case, exercise, output, run):
 
 def build_outcome(run, lab):
     """How the build of lab @p lab's graded tests ended in @p run (RUN_DIR/builds/NN, written by ./lab): built,
-    compile_error (the code does not compile) or crashed_at_start (the test program linked, then died while
-    its tests were listed: a static initializer); built when the run has no such file."""
+    compile_error (the code does not compile), crashed_at_start (the test program linked, then died while
+    its tests were listed: a static initializer) or changed_after_build (its programs or the tree's shared
+    libraries differ from what its build left); built when the run has no such file."""
     try:
         return (Path(run) / "builds" / lab).read_text().strip() or "built"
     except OSError:
@@ -290,6 +291,9 @@ def message(e):
     if e.status == "missing" and e.build == "crashed_at_start":
         return ("your code compiles, but the test program crashed before any test started (listing the tests "
                 f"runs the static initializers: one of yours?); its output is in .cache/check-build-{e.lab}.log")
+    if e.status == "missing" and e.build == "changed_after_build":
+        return ("not graded: this lab's test programs, or the build tree's shared libraries, changed after they were "
+                "built (code that ran while a later lab's tests were listed rewrote them)")
     if e.status == "missing":
         return "no graded test ran (was the build interrupted?)"
     if e.status == "skipped":
