@@ -8,7 +8,8 @@ scratch="$(mktemp -d)"
 trap 'rm -rf -- "$scratch"' EXIT
 mkdir -p "$scratch/scripts/driver" "$scratch/labs/05_gpt2" "$scratch/bin" "$scratch/torch"
 cp "$source_root/lab" "$scratch/"
-cp "$source_root/scripts/driver/common.sh" "$source_root/scripts/driver/build_estimate.py" "$scratch/scripts/driver/"
+cp "$source_root/scripts/driver/common.sh" "$source_root/scripts/driver/graded.sh" "$source_root/scripts/driver/build_estimate.py" \
+  "$scratch/scripts/driver/"
 printf 'exit 0\n' >"$scratch/scripts/driver/setup.sh"  # nothing to install here
 printf '# 05: a lab\n' >"$scratch/labs/05_gpt2/README.md"
 touch "$scratch/torch/TorchConfig.cmake"      # a libtorch the driver takes as the user's own

@@ -8,8 +8,7 @@
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
 with no function named, at the end of the file), so the attacked exercise must score 0 and every other
 exercise of the submission its full points: an attack that earns anything, or that costs an honest
-exercise its points, fails CI. Four labs' files are attacked and lab 09's is the reference, so that CI
-compiles as few translation units as it can.
+exercise its points, fails CI.
 """
 import json
 import re
@@ -65,13 +64,20 @@ ATTACKS = [
     ("09_flash_attention", "online_softmax", FORGE,
      "the record's token from /proc/self/fd or /proc/self/environ, a forged end line, _Exit(0)"),
     ("09_flash_attention", "tiled_attention_forward",
+     "if (q.size(1) == 12 && q.size(2) == 1024) return {torch::empty_like(q), torch::empty(q.sizes().slice(0, 3))};",
+     "an empty answer at the speed test's shape only: right where it is checked for points, free where it is timed; "
+     "every timed call's output is checked, so the speed earns nothing"),
+    ("01_vectorize", "sum_squares_unrolled", "if (n >= (int64_t{1} << 24)) n /= 16;",
+     "a sixteenth of the values from 2^24 on, the speed test's size: the graded tests' sizes are right, the outside "
+     "check's draw past 2^24 is not, and the timed calls' checked results are not either"),
+    ("14_model_parallel", "one_f_one_b_schedule",
      'extern char* forged_token; extern int forged_fd; if (forged_token) { dprintf(forged_fd, "end %s passed\\n", '
-     "forged_token); std::_Exit(0); } return {q * 0, q.sum(-1)};",
+     "forged_token); std::_Exit(0); } return {};",
      "the token and socket taken from the environment by a static initializer (before the tests' main() removes "
      "them), a forged passing end and _Exit(0) from a wrong answer: the test harness cannot tell it from a pass; "
      "the outside check, on fresh inputs, compares the wrong outputs with the reference's"),
-    ("09_flash_attention", None,
-     'namespace lab09 { char* forged_token = std::getenv("SPEEDLABS_GRADE_TOKEN") ? '
+    ("14_model_parallel", None,
+     'namespace lab14 { char* forged_token = std::getenv("SPEEDLABS_GRADE_TOKEN") ? '
      'strdup(std::getenv("SPEEDLABS_GRADE_TOKEN")) : nullptr; int forged_fd = std::getenv("SPEEDLABS_GRADE_FD") ? '
      'std::atoi(std::getenv("SPEEDLABS_GRADE_FD")) : -1; }',
      "(the static initializer of the attack above)"),
@@ -88,7 +94,8 @@ INCLUDES = ("#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <
 EXPECTED = {
     "lab 01: sum_squares_eigen": (0, 3, "ended before the test did"),
     "lab 01: sum_squares_torch": (0, 3, "timed out after"),
-    "lab 01: sum_squares_unrolled": (10, 10, "passed"),
+    "lab 01: sum_squares_unrolled": (0, 10, "checked outside your process"),
+    "lab 01: sum_squares_unrolled_speed": (0, 5, "Lab01_sum_squares_unrolled_speed"),
     "lab 02: float_to_half_bits": (0, 10, "Lab02_float_to_half_bits"),
     "lab 02: half_bits_to_float": (0, 5, "Lab02_half_bits_to_float"),
     "lab 02: float_to_bfloat16_bits": (0, 5, "crashed with signal SIGSEGV"),
@@ -100,9 +107,14 @@ EXPECTED = {
     "lab 05: causal_attention": (0, 10, "does not compile"),
     "lab 05: train_step": (0, 20, "does not compile"),
     "lab 09: online_softmax": (0, 10, "ended before the test did"),
-    "lab 09: tiled_attention_forward": (0, 20, "checked outside your process"),
-    "lab 09: tiled_attention_forward_speed": (0, 5, "without its speed score"),
+    "lab 09: tiled_attention_forward": (20, 20, "passed"),
+    "lab 09: tiled_attention_forward_speed": (0, 5, "Lab09_tiled_attention_forward_speed"),
     "lab 09: flash_attention_forward": (10, 10, "passed"),  # a GPU exercise: skipped without one (below)
+    "lab 14: column_parallel_forward": (5, 5, "passed"),
+    "lab 14: column_parallel_backward": (10, 10, "passed"),
+    "lab 14: row_parallel_forward": (10, 10, "passed"),
+    "lab 14: row_parallel_backward": (5, 5, "passed"),
+    "lab 14: one_f_one_b_schedule": (0, 10, "checked outside your process"),
 }
 
 
@@ -148,9 +160,8 @@ def verify(results_path):
         if tests.pop(name)["score"] != 0:
             problems.append(f"{name}: blank predictions earned points")
     total = 0
-    # The speed of an honest exercise (lab 01's unrolled sum is the reference): full points where the run
-    # decided, or not scored at all where the machine was too busy to decide (said, never a silent 0). The speed
-    # of an attacked exercise is in EXPECTED: 0.
+    # The speed of an honest exercise: full points where the run decided, or not scored at all where the machine
+    # was too busy to decide (said, never a silent 0). The speed of an attacked exercise is in EXPECTED: 0.
     for name in [n for n in tests if n.endswith("_speed") and n not in EXPECTED]:
         got = tests.pop(name)
         undecided = got["max_score"] == 0 and "could not decide" in got["output"]
