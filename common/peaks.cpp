@@ -38,6 +38,15 @@ std::string field(const std::string& line, const std::string& key) {
   return start == std::string::npos ? "" : line.substr(start);
 }
 
+bool has_flag(const std::string& flags, const std::string& flag) {
+  std::istringstream words(flags);
+  std::string word;
+  while (words >> word) {
+    if (word == flag) return true;
+  }
+  return false;
+}
+
 std::string read_or_empty(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
@@ -114,15 +123,6 @@ CpuDescription parse_cpuinfo(const std::string& cpuinfo, std::optional<double> c
   return cpu;
 }
 
-bool CpuDescription::has_flag(const std::string& flag) const {
-  std::istringstream words(flags);
-  std::string word;
-  while (words >> word) {
-    if (word == flag) return true;
-  }
-  return false;
-}
-
 CpuDescription describe_this_cpu() {
   const std::string max_khz = read_or_empty("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   std::optional<double> khz;
@@ -133,15 +133,15 @@ CpuDescription describe_this_cpu() {
 }
 
 TheoreticalPeak cpu_peak(const CpuDescription& cpu, PeakFormat format) {
-  const bool avx512 = cpu.has_flag("avx512f"), fma = cpu.has_flag("fma");
+  const bool avx512 = has_flag(cpu.flags, "avx512f"), fma = has_flag(cpu.flags, "fma");
   const bool half_width = avx512 && cpu.vendor == "AuthenticAMD" && cpu.family == kAmdHalfWidthAvx512Family;
   int64_t lanes = avx512 && !half_width ? kAvx512Lanes : (fma || avx512) ? kAvx2Lanes : kSseLanes;
   std::string isa = avx512 ? (half_width ? "AVX-512 on a 256-bit datapath" : "AVX-512") : fma ? "AVX2 + FMA" : "SSE";
   const double flop_per_lane = fma || avx512 ? kFlopPerFma : 1;  // no FMA: a multiply or an add per lane
-  if (format == PeakFormat::bf16 && cpu.has_flag("avx512_bf16")) {
+  if (format == PeakFormat::bf16 && has_flag(cpu.flags, "avx512_bf16")) {
     lanes *= 2;
     isa += ", avx512_bf16 (a bf16 pair per float32 lane)";
-  } else if (format == PeakFormat::fp16 && cpu.has_flag("avx512_fp16")) {
+  } else if (format == PeakFormat::fp16 && has_flag(cpu.flags, "avx512_fp16")) {
     lanes *= 2;
     isa += ", avx512_fp16";
   }

@@ -35,9 +35,6 @@ struct CpuDescription {
   int64_t cores = 0;         ///< physical cores: distinct (physical id, core id) pairs
   double clock_hz = 0;       ///< the clock the peak assumes
   std::string clock_source;  ///< where the clock came from, in words
-
-  /// Whether the flags line names @p flag (a whole word: "avx512f" is not "avx512fp16").
-  bool has_flag(const std::string& flag) const;
 };
 
 /// Reads a /proc/cpuinfo text and, when present, cpufreq's cpuinfo_max_freq (kHz). Pure: a test hands it
