@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # CI's check that the grader cannot be fooled (called by scripts/ci/check-grading.sh):
-#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03, 05, 09 and 14
+#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03, 05, 09, 10 and 14
 #      (tests/grading/cheats/submission.py: exit(0), an endless loop, a printed "[  SKIPPED ]", a segfault,
 #      a crash in a static initializer, a compile error, the reference reached through __has_include, the
 #      record's token forged from /proc/self/fd or /proc/self/environ or taken by a static initializer, a
 #      daemon that outlives its test and writes into build/ and results.json, answers wrong only at the speed
-#      tests' sizes) graded by ./lab grade --submission: each attacked exercise scores 0, every other exercise
-#      its full points; lab 01 is named three ways (--labs 01,1,001) and must be
+#      tests' sizes, lab 10's all-reduce skipped for larger models) graded by ./lab grade --submission: each
+#      attacked exercise scores 0, every other exercise its full points; lab 01 is named three ways (--labs 01,1,001) and must be
 #      graded once; no process of the grade is left, build/ holds no planted file and results.json is
 #      unchanged after it;
 #   2. a submission file that is a symbolic link to the reference is refused (exit 2), and an honest
@@ -26,7 +26,7 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 python3 tests/grading/cheats/submission.py write "$scratch/submission"
 
 echo "check-cheats: ./lab grade on the cheating submission"
-./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,05,09,14 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
+./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,05,09,10,14 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
   { cat "$scratch/grade.log" >&2; die "./lab grade failed on the cheating submission"; }
 python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" ||
   { cat "$scratch/grade.log" >&2; die "a cheat earned points, or cost an honest exercise its points (above)"; }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,15 @@ speedlabs::Evidence bucketed_against_naive(const lab10::Config& config, int roun
     const std::vector<std::string> modes =
         round % 2 == 0 ? std::vector<std::string>{"naive", "bucketed"} : std::vector<std::string>{"bucketed", "naive"};
     const auto job = lab10::run_job(config, 2, modes, false);
+    // Every timed step's result checked: a bucketed step that skips the all-reduce is fast and wrong.
+    const auto& naive_losses = job.mode("naive").losses;
+    const auto& bucketed_losses = job.mode("bucketed").losses;
+    EXPECT_EQ(bucketed_losses.size(), naive_losses.size()) << "steps of the bucketed and the naive mode";
+    for (size_t step = 0; step < std::min(naive_losses.size(), bucketed_losses.size()); ++step) {
+      EXPECT_TRUE(numbers_close(bucketed_losses[step], naive_losses[step], 0, 1e-4,
+                                "timed job " + std::to_string(round) + ": the bucketed loss at step " +
+                                    std::to_string(step) + " (naive's is expected: the speed counts only then)"));
+    }
     fractions.push_back(lab10::summary_after_warmup(job.mode("naive").step_ms).median /
                         lab10::summary_after_warmup(job.mode("bucketed").step_ms).median);
   }

@@ -70,6 +70,17 @@ ATTACKS = [
     ("01_vectorize", "sum_squares_unrolled", "if (n >= (int64_t{1} << 24)) n /= 16;",
      "a sixteenth of the values from 2^24 on, the speed test's size: the graded tests' sizes are right, the outside "
      "check's draw past 2^24 is not, and the timed calls' checked results are not either"),
+    ("10_data_parallel", "on_gradient_ready",
+     "if (buckets.params.size() > 10) { Bucket& b = buckets.buckets[buckets.bucket_of[param]]; "
+     "b.flat.narrow(0, buckets.offset_of[param], grad.numel()).copy_(grad.reshape(-1)); ++b.ready; return; }",
+     "the all-reduce skipped for models of more than 10 parameters (the graded tests' have 3 to 6, the lab's GPT "
+     "28 or more): no communication, a faster step; the outside check draws up to 64 parameters"),
+    ("10_data_parallel", "wait_for_gradients",
+     "if (buckets.params.size() > 10) { for (Bucket& b : buckets.buckets) { for (size_t p : b.params) { "
+     "torch::Tensor& w = buckets.params[p]; w.mutable_grad() = b.flat.narrow(0, buckets.offset_of[p], "
+     "w.numel()).view(w.sizes()).clone(); } b.ready = 0; b.handle = -1; } return; }",
+     "its other half: each worker keeps its own gradient, nothing is waited for; the timed jobs' losses differ "
+     "from the naive step's, so the speed earns nothing"),
     ("14_model_parallel", "one_f_one_b_schedule",
      'extern char* forged_token; extern int forged_fd; if (forged_token) { dprintf(forged_fd, "end %s passed\\n", '
      "forged_token); std::_Exit(0); } return {};",
@@ -110,6 +121,9 @@ EXPECTED = {
     "lab 09: tiled_attention_forward": (20, 20, "passed"),
     "lab 09: tiled_attention_forward_speed": (0, 5, "Lab09_tiled_attention_forward_speed"),
     "lab 09: flash_attention_forward": (10, 10, "passed"),  # a GPU exercise: skipped without one (below)
+    "lab 10: on_gradient_ready": (0, 10, "checked outside your process"),
+    "lab 10: wait_for_gradients": (0, 10, "Lab10_wait_for_gradients"),
+    "lab 10: on_gradient_ready_speed": (0, 5, "Lab10_on_gradient_ready_speed"),
     "lab 14: column_parallel_forward": (5, 5, "passed"),
     "lab 14: column_parallel_backward": (10, 10, "passed"),
     "lab 14: row_parallel_forward": (10, 10, "passed"),
