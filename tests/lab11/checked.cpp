@@ -1,11 +1,82 @@
 // Lab 11, checked outside the student's process (tests/support/checked.h): the shard every worker owns, for
 // buffer sizes and worker counts the grader's seed draws, and three AdamW steps on a drawn shard.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "common/errors.h"
 #include "exercise.h"
 #include "tests/support/checked.h"
+#include "zero.h"
 
 namespace speedlabs::checked {
+
+namespace {
+
+// Rank r of N workers in one process: an all-gather records the slice this worker sent and fills every other
+// worker's slice with values drawn from the grader's seed.
+class DrawnGather : public speedlabs::workers::Communicator {
+ public:
+  DrawnGather(int rank, int size, at::Generator& generator) : rank_(rank), size_(size), generator_(generator) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int start_allreduce_sum(const torch::Tensor&) override {
+    throw speedlabs::RuntimeFailure("a gather needs no all-reduce");
+  }
+  void wait(int) override {}
+  void reduce_scatter_sum(const torch::Tensor&, const torch::Tensor&) override {
+    throw speedlabs::RuntimeFailure("a gather needs no reduce-scatter");
+  }
+  void all_gather_into(const torch::Tensor& full) override {
+    const int64_t slice = full.numel() / size_;
+    sent.push_back(full.narrow(0, rank_ * slice, slice).clone());
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) full.narrow(0, r * slice, slice).copy_(torch::randn({slice}, generator_, torch::kFloat));
+    }
+  }
+  std::vector<torch::Tensor> sent;  ///< this worker's slice at each all-gather
+
+ private:
+  int rank_, size_;
+  at::Generator& generator_;
+};
+
+// A stage-3 unit at rest, as the lab's make_units leaves it: 1 to 6 parameters of 1 to 50 elements, views of a
+// full buffer padded for 2 to 8 workers, without its bytes; this worker's shard (drawn values) in a tensor of
+// its own. Its range is computed here, not by the student's shard_range.
+lab11::FlatUnit unit_at_rest(at::Generator& generator, int rank, int workers) {
+  lab11::FlatUnit unit;
+  int64_t numel = 0;
+  for (int64_t count = draw_int(generator, 1, 6); count > 0; --count) {
+    unit.params.push_back(torch::zeros({draw_int(generator, 1, 50)}).requires_grad_());
+    unit.offsets.push_back(numel);
+    numel += unit.params.back().numel();
+  }
+  const int64_t shard_size = (numel + workers - 1) / workers;
+  unit.range = {numel, shard_size * workers, shard_size, rank * shard_size,
+                std::max(rank * shard_size, std::min((rank + 1) * shard_size, numel))};
+  unit.rank = rank;
+  unit.full = torch::zeros({unit.range.padded});
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < unit.params.size(); ++i) {
+      unit.params[i].set_data(unit.full.narrow(0, unit.offsets[i], unit.params[i].numel()));
+    }
+  }
+  unit.shard = torch::randn({shard_size}, generator, torch::kFloat);
+  lab11::release_full_storage(unit.full);
+  return unit;
+}
+
+torch::Tensor values_of(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : params) flat.push_back(p.detach().flatten());
+  return torch::cat(flat);
+}
+
+torch::Tensor longs(const std::vector<int64_t>& values) { return torch::tensor(values, torch::kLong); }
+
+}  // namespace
 
 std::vector<Exercise> exercises() {
   return {
@@ -47,6 +118,38 @@ std::vector<Exercise> exercises() {
        // an element moves by about lr (2^-12 or more) a step, so 1e-5 relative and 1e-7 absolute leave room and
        // still catch a missing bias correction, a coupled decay or a lost step (as lab 06's check of AdamW).
        Tolerance{1e-5, 1e-7}},
+      {"gather_full_parameters",
+       [](at::Generator& generator) {
+         const int workers = static_cast<int>(draw_int(generator, 2, 8));
+         const int rank = static_cast<int>(draw_int(generator, 0, workers - 1));
+         DrawnGather comm(rank, workers, generator);
+         lab11::FlatUnit unit = unit_at_rest(generator, rank, workers);
+         lab11::gather_full_parameters(unit, comm);
+         return Outputs{{"has_bytes", longs({lab11::has_full_storage(unit.full) ? 1 : 0})},
+                        {"sent", comm.sent.empty() ? torch::zeros({0}) : torch::cat(comm.sent)},
+                        {"params", lab11::has_full_storage(unit.full) ? values_of(unit.params) : torch::zeros({0})}};
+       },
+       Tolerance{}},  // copies: exactly
+      {"free_full_parameters",
+       [](at::Generator& generator) {
+         const int workers = static_cast<int>(draw_int(generator, 2, 8));
+         const int rank = static_cast<int>(draw_int(generator, 0, workers - 1));
+         DrawnGather comm(rank, workers, generator);
+         lab11::FlatUnit unit = unit_at_rest(generator, rank, workers);
+         const torch::Tensor shard = unit.shard.clone();
+         // Gathered here, not by the student's gather_full_parameters: this grades the release alone.
+         lab11::allocate_full_storage(unit.full);
+         unit.full.narrow(0, unit.range.begin, unit.range.shard_size).copy_(unit.shard);
+         comm.all_gather_into(unit.full);
+         lab11::free_full_parameters(unit);
+         std::vector<int64_t> numels;  // the parameters keep their shapes
+         for (const auto& p : unit.params) numels.push_back(p.numel());
+         return Outputs{{"has_bytes", longs({lab11::has_full_storage(unit.full) ? 1 : 0})},
+                        {"full_numel", longs({unit.full.numel()})},
+                        {"param_numels", longs(numels)},
+                        {"shard_kept", longs({unit.shard.defined() && unit.shard.equal(shard) ? 1 : 0})}};
+       },
+       Tolerance{}},  // counts: exactly
   };
 }
 
