@@ -68,6 +68,17 @@ lab11::FlatUnit unit_at_rest(at::Generator& generator, int rank, int workers) {
   return unit;
 }
 
+// A unit at rest on rank r of N workers (both drawn: N in 2..8) and their communicator.
+struct DrawnUnit {
+  explicit DrawnUnit(at::Generator& generator) : DrawnUnit(generator, static_cast<int>(draw_int(generator, 2, 8))) {}
+  DrawnUnit(at::Generator& generator, int workers)
+      : DrawnUnit(generator, static_cast<int>(draw_int(generator, 0, workers - 1)), workers) {}
+  DrawnUnit(at::Generator& generator, int rank, int workers)
+      : comm(rank, workers, generator), unit(unit_at_rest(generator, rank, workers)) {}
+  DrawnGather comm;
+  lab11::FlatUnit unit;
+};
+
 torch::Tensor values_of(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> flat;
   for (const auto& p : params) flat.push_back(p.detach().flatten());
@@ -120,10 +131,8 @@ std::vector<Exercise> exercises() {
        Tolerance{1e-5, 1e-7}},
       {"gather_full_parameters",
        [](at::Generator& generator) {
-         const int workers = static_cast<int>(draw_int(generator, 2, 8));
-         const int rank = static_cast<int>(draw_int(generator, 0, workers - 1));
-         DrawnGather comm(rank, workers, generator);
-         lab11::FlatUnit unit = unit_at_rest(generator, rank, workers);
+         DrawnUnit drawn(generator);
+         auto& [comm, unit] = drawn;
          lab11::gather_full_parameters(unit, comm);
          return Outputs{{"has_bytes", longs({lab11::has_full_storage(unit.full) ? 1 : 0})},
                         {"sent", comm.sent.empty() ? torch::zeros({0}) : torch::cat(comm.sent)},
@@ -132,10 +141,8 @@ std::vector<Exercise> exercises() {
        Tolerance{}},  // copies: exactly
       {"free_full_parameters",
        [](at::Generator& generator) {
-         const int workers = static_cast<int>(draw_int(generator, 2, 8));
-         const int rank = static_cast<int>(draw_int(generator, 0, workers - 1));
-         DrawnGather comm(rank, workers, generator);
-         lab11::FlatUnit unit = unit_at_rest(generator, rank, workers);
+         DrawnUnit drawn(generator);
+         auto& [comm, unit] = drawn;
          const torch::Tensor shard = unit.shard.clone();
          // Gathered here, not by the student's gather_full_parameters: this grades the release alone.
          lab11::allocate_full_storage(unit.full);
