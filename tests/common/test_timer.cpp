@@ -104,8 +104,9 @@ TEST(Timer, AddsRoundsWhileScatteredUpToTheLimit) {
   const auto scattered = speedlabs::time_ms([&] { std::this_thread::sleep_for(std::chrono::milliseconds(++calls)); },
                                             c10::Device(c10::kCPU), {0, 3, 8, 0.01, 10.0});
   EXPECT_EQ(scattered.samples_ms.size(), 8u);
-  // A steady call stops at the minimum.
-  const auto steady = speedlabs::time_ms([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); },
+  // A steady call stops at the minimum. 20 ms sleeps: of three, one must overshoot by 20 ms to reach a spread
+  // of 0.5 (2 ms sleeps reached it once beside the whole test suite, an overshoot of 2 ms).
+  const auto steady = speedlabs::time_ms([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); },
                                          c10::Device(c10::kCPU), {0, 3, 8, 0.5, 10.0});
   EXPECT_EQ(steady.samples_ms.size(), 3u);
   // The budget ends it too: 3 calls of 30 ms spend a 50 ms budget.
