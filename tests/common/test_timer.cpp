@@ -94,7 +94,7 @@ TEST(Timer, RatioIsTakenWithinEachRound) {
                                                   c10::Device(c10::kCPU), {1, 9});
   const auto ratio = result.ratio(0, 1);
   EXPECT_GT(result.sides[0].spread(), 0.4);  // A sleeps 8, 12, ..., 40 ms: its middle half spans 16 around 24
-  EXPECT_NEAR(ratio.median, 2.0, 0.3);  // sleeps overshoot by well under a millisecond
+  EXPECT_NEAR(ratio.median, 2.0, 0.3);       // a typical sleep overshoots by well under a millisecond
   EXPECT_LT(ratio.spread(), 0.2);
 }
 
