@@ -70,11 +70,20 @@ struct SizeResult {
   const Measurement& of(Method method) const;
 };
 
+/// The tiled backward against autograd's through the written-out attention, each side called twice on the
+/// same inputs: a side whose two calls differ computed something that depends on more than its inputs.
+struct BackwardCheck {
+  double max_abs_error = 0;                ///< max |tiled gradient - autograd's| over dq, dk, dv and both calls
+  std::string worst_gradient;              ///< dq, dk or dv: where max_abs_error is
+  double tiled_repeat_difference = 0;      ///< max |first call's tiled gradients - second call's|
+  double reference_repeat_difference = 0;  ///< the same for autograd's gradients
+};
+
 /// The whole CPU comparison.
 struct Results {
   std::vector<SizeResult> sizes;  ///< one per T, ascending
   std::string sdpa_cpu_kernel;    ///< the kernel at::_fused_sdp_choice picks for these CPU inputs
-  double backward_max_error = 0;  ///< max |tiled gradient - autograd's| over dq, dk, dv at backward_seq
+  BackwardCheck backward;         ///< the tiled gradients against autograd's, at backward_seq
 };
 
 /// How far the tiled output may be from the written-out one and from SDPA (float32, see experiment.cpp).
