@@ -37,6 +37,9 @@
 # PIE and PIC code both work in an executable; making them the same lets one PCH serve every target.
 set(CMAKE_CXX_COMPILE_OPTIONS_PIE "${CMAKE_CXX_COMPILE_OPTIONS_PIC}")
 
+# The configuring machine's logical cores, read once: each lab's smoke run takes them all (PROCESSORS below).
+cmake_host_system_information(RESULT SPEEDLABS_LOGICAL_CORES QUERY NUMBER_OF_LOGICAL_CORES)
+
 # Sets @p out to ON when @p file, or a project header it includes, includes a libtorch umbrella header
 # (<torch/torch.h>, <torch/nn.h>, ...). A "..." include is looked for as the compiler's include path finds it:
 # beside the file, in the lab's folder (a solution's, whose stubs' folder is the include path, or the folder of
@@ -317,13 +320,12 @@ function(speedlabs_add_lab)
     # A lab program keeps every core busy (libtorch's threads, or its workers): PROCESSORS takes every slot
     # of ./lab test, so no other test shares its cores. Beside one, its timings scattered, each measurement
     # took its whole budget, and the run took three times as long (lab 07: 118 s against 35 s alone).
-    cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
     set(smoke_json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json")
     add_test(NAME ${label}.smoke
       COMMAND bash "${PROJECT_SOURCE_DIR}/tests/smoke.sh" "${smoke_json}"
               $<TARGET_FILE:${LAB_PROGRAM}> --quick --json "${smoke_json}" ${LAB_SMOKE_ARGS})
     set_tests_properties(${label}.smoke PROPERTIES LABELS "${label};smoke" TIMEOUT 600 FIXTURES_SETUP ${label}_json
-                         PROCESSORS ${cores})
+                         PROCESSORS ${SPEEDLABS_LOGICAL_CORES})
     # The lesson's "What you should observe" table lists exactly the ids of that report (and of the run kept
     # for the docs in docs/results/), so the lesson cannot drift from the code.
     add_test(NAME ${label}.docs_observe_table

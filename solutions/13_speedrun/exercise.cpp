@@ -22,8 +22,8 @@ namespace {
 // The tied embedding's name among the GPT's parameters.
 constexpr const char* kEmbeddingName = "transformer.wte.weight";
 
-// labs 03 and 05: bf16 pays where the CPU multiplies bf16 pairs in hardware. Without avx512_bf16 or AMX,
-// oneDNN widens every bf16 operand to float32 first, and the step got slower (README.md, the ablation).
+// labs 03 and 05: bf16 pays where the CPU multiplies bf16 pairs in hardware. On a Xeon without avx512_bf16
+// or AMX, the step with bf16 took twice as long as the float32 one (README.md, the full race there).
 bool cpu_multiplies_bf16() {
   std::istringstream flags(speedlabs::describe_this_cpu().flags);
   for (std::string flag; flags >> flag;) {

@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "exercise.h"
 #include "tests/support/checked.h"
+#include "tests/support/one_process_communicator.h"
 
 namespace speedlabs::checked {
 
@@ -16,12 +17,10 @@ namespace {
 
 // Rank 0 of size() workers in one process. The other workers' summed gradients are drawn from the grader's seed
 // when an all-reduce starts, so a wait that skips them, or a bucket that never starts, gives other outputs.
-class DrawnWorkers : public speedlabs::workers::Communicator {
+class DrawnWorkers : public speedlabs::testing::OneProcessCommunicator {
  public:
-  DrawnWorkers(int size, at::Generator& generator) : size_(size), generator_(generator) {}
-
-  int rank() const override { return 0; }
-  int size() const override { return size_; }
+  DrawnWorkers(int size, at::Generator& generator)
+      : OneProcessCommunicator(0, size, "lab 10's data parallelism"), generator_(generator) {}
 
   int start_allreduce_sum(const torch::Tensor& flat) override {
     sent.push_back(flat.clone());
@@ -39,18 +38,10 @@ class DrawnWorkers : public speedlabs::workers::Communicator {
     ++waits;
   }
 
-  void reduce_scatter_sum(const torch::Tensor&, const torch::Tensor&) override {
-    throw speedlabs::RuntimeFailure("lab 10 all-reduces; it never reduce-scatters");
-  }
-  void all_gather_into(const torch::Tensor&) override {
-    throw speedlabs::RuntimeFailure("lab 10 all-reduces; it never all-gathers");
-  }
-
   std::vector<torch::Tensor> sent;  ///< each started bucket as it was when its all-reduce started
   int64_t waits = 0;                ///< wait() calls
 
  private:
-  int size_;
   at::Generator& generator_;
   std::vector<torch::Tensor> in_flight_;  // the buckets' own tensors, until waited for
   std::vector<torch::Tensor> others_;     // the other workers' sum for each all-reduce

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "exercise.h"
 #include "tests/support/checked.h"
+#include "tests/support/one_process_communicator.h"
 #include "zero.h"
 
 namespace speedlabs::checked {
@@ -15,29 +16,21 @@ namespace {
 
 // Rank r of N workers in one process: an all-gather records the slice this worker sent and fills every other
 // worker's slice with values drawn from the grader's seed.
-class DrawnGather : public speedlabs::workers::Communicator {
+class DrawnGather : public speedlabs::testing::OneProcessCommunicator {
  public:
-  DrawnGather(int rank, int size, at::Generator& generator) : rank_(rank), size_(size), generator_(generator) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int start_allreduce_sum(const torch::Tensor&) override {
-    throw speedlabs::RuntimeFailure("a gather needs no all-reduce");
-  }
+  DrawnGather(int rank, int size, at::Generator& generator)
+      : OneProcessCommunicator(rank, size, "a gather"), generator_(generator) {}
   void wait(int) override {}
-  void reduce_scatter_sum(const torch::Tensor&, const torch::Tensor&) override {
-    throw speedlabs::RuntimeFailure("a gather needs no reduce-scatter");
-  }
   void all_gather_into(const torch::Tensor& full) override {
-    const int64_t slice = full.numel() / size_;
-    sent.push_back(full.narrow(0, rank_ * slice, slice).clone());
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_) full.narrow(0, r * slice, slice).copy_(torch::randn({slice}, generator_, torch::kFloat));
+    const int64_t slice = full.numel() / size();
+    sent.push_back(full.narrow(0, rank() * slice, slice).clone());
+    for (int r = 0; r < size(); ++r) {
+      if (r != rank()) full.narrow(0, r * slice, slice).copy_(torch::randn({slice}, generator_, torch::kFloat));
     }
   }
   std::vector<torch::Tensor> sent;  ///< this worker's slice at each all-gather
 
  private:
-  int rank_, size_;
   at::Generator& generator_;
 };
 

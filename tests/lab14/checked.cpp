@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "exercise.h"
 #include "tests/support/checked.h"
+#include "tests/support/one_process_communicator.h"
 
 namespace speedlabs::checked {
 
@@ -15,25 +16,23 @@ namespace {
 
 // One of N workers in one process. Each rank's call runs twice: first recording what it all-reduces, then with
 // each all-reduce given the other ranks' recorded buffers added: the sums N real workers would see.
-class SimulatedRank : public speedlabs::workers::Communicator {
+class SimulatedRank : public speedlabs::testing::OneProcessCommunicator {
  public:
   using Sent = std::vector<std::vector<torch::Tensor>>;  // per rank, each all-reduce's buffer as it was sent
 
-  SimulatedRank(int rank, int size, const Sent* others) : rank_(rank), size_(size), others_(others) {}
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  SimulatedRank(int rank, int size, const Sent* others)
+      : OneProcessCommunicator(rank, size, "tensor parallelism here"), others_(others) {}
 
   int start_allreduce_sum(const torch::Tensor& flat) override {
     if (others_ == nullptr) {
       sent.push_back(flat.clone());
     } else {
-      for (int r = 0; r < size_; ++r) {
+      for (int r = 0; r < size(); ++r) {
         const auto& theirs = (*others_)[r];
-        if (r == rank_) continue;
+        if (r == rank()) continue;
         if (calls_ >= theirs.size() || theirs[calls_].numel() != flat.numel()) {
-          throw speedlabs::RuntimeFailure("all-reduce " + std::to_string(calls_) + " of rank " + std::to_string(rank_) +
-                                          " has no match on rank " + std::to_string(r));
+          throw speedlabs::RuntimeFailure("all-reduce " + std::to_string(calls_) + " of rank " +
+                                          std::to_string(rank()) + " has no match on rank " + std::to_string(r));
         }
         flat.add_(theirs[calls_].view(flat.sizes()));
       }
@@ -41,17 +40,10 @@ class SimulatedRank : public speedlabs::workers::Communicator {
     return static_cast<int>(calls_++);
   }
   void wait(int) override {}  // the sum is complete when it starts
-  void reduce_scatter_sum(const torch::Tensor&, const torch::Tensor&) override {
-    throw speedlabs::RuntimeFailure("tensor parallelism here needs no reduce-scatter");
-  }
-  void all_gather_into(const torch::Tensor&) override {
-    throw speedlabs::RuntimeFailure("tensor parallelism here needs no all-gather");
-  }
 
   std::vector<torch::Tensor> sent;  ///< the first run's all-reduce buffers
 
  private:
-  int rank_, size_;
   const Sent* others_;
   size_t calls_ = 0;
 };

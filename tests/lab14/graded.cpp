@@ -16,6 +16,7 @@
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
 #include "tests/support/mpi_jobs.h"
+#include "tests/support/one_process_communicator.h"
 
 namespace {
 
@@ -24,11 +25,10 @@ using speedlabs::testing::tensors_close;
 
 // Two workers in one process. Pass 1 (peer == nullptr) records what each all-reduce was given and leaves it;
 // pass 2 adds the peer's recorded buffer of the same call: the sum two workers would get.
-class PairCommunicator : public speedlabs::workers::Communicator {
+class PairCommunicator : public speedlabs::testing::OneProcessCommunicator {
  public:
-  explicit PairCommunicator(int rank, const std::vector<torch::Tensor>* peer = nullptr) : rank_(rank), peer_(peer) {}
-  int rank() const override { return rank_; }
-  int size() const override { return 2; }
+  explicit PairCommunicator(int rank, const std::vector<torch::Tensor>* peer = nullptr)
+      : OneProcessCommunicator(rank, 2, "tensor parallelism here"), peer_(peer) {}
   int start_allreduce_sum(const torch::Tensor& flat) override {
     if (!flat.is_contiguous()) throw std::logic_error("an all-reduce needs a contiguous buffer");
     if (peer_ == nullptr) {
@@ -42,17 +42,10 @@ class PairCommunicator : public speedlabs::workers::Communicator {
     return 0;
   }
   void wait(int) override {}
-  void reduce_scatter_sum(const torch::Tensor&, const torch::Tensor&) override {
-    throw std::logic_error("tensor parallelism needs no reduce-scatter here");
-  }
-  void all_gather_into(const torch::Tensor&) override {
-    throw std::logic_error("tensor parallelism needs no all-gather here");
-  }
   size_t calls() const { return calls_; }
   std::vector<torch::Tensor> recorded;
 
  private:
-  int rank_;
   const std::vector<torch::Tensor>* peer_;
   size_t calls_ = 0;
 };
