@@ -1,5 +1,5 @@
 // Lab 05: the GPT-2 model of common/gpt and the observations of a short tiny-model run through the same
-// experiment the program runs. The exercise and the parity with Python PyTorch are graded in graded.cpp.
+// experiment the program runs. The exercise is graded in graded.cpp, the parity with Python in test_parity.cpp.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
