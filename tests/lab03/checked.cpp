@@ -28,11 +28,11 @@ void poison_one(const torch::Tensor& t, at::Generator& generator) {
       nan ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
 }
 
-// Every tensor of @p tensors (their gradients with @p grads), flattened into one.
-torch::Tensor flat(const std::vector<torch::Tensor>& tensors, bool grads = false) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& t : tensors) parts.push_back((grads ? t.grad() : t).detach().flatten());
-  return torch::cat(parts);
+// The gradients of @p parameters, in their order.
+std::vector<torch::Tensor> gradients_of(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> gradients;
+  for (const auto& p : parameters) gradients.push_back(p.grad());
+  return gradients;
 }
 
 // 6 to 12 iterations of one scaler around two or three SGD optimizers (one scaler serves several; one alone is
@@ -100,8 +100,8 @@ Outputs grad_scaler_iterations(at::Generator& generator) {
                   {"growth_trackers", torch::tensor(trackers, torch::kLong)},
                   {"update_without_a_step", torch::tensor(update_again, torch::kLong)}};
   for (size_t g = 0; g < groups.size(); ++g) {
-    outputs.emplace_back("parameters_" + std::to_string(g), flat(groups[g]));
-    outputs.emplace_back("last_gradients_" + std::to_string(g), flat(groups[g], /*grads=*/true));
+    outputs.emplace_back("parameters_" + std::to_string(g), joined(groups[g]));
+    outputs.emplace_back("last_gradients_" + std::to_string(g), joined(gradients_of(groups[g])));
   }
   return outputs;
 }

@@ -71,15 +71,13 @@ Outputs train_steps(at::Generator& generator) {
         if (p.grad().defined()) gradients_left += p.grad().abs().sum().item<double>();
       }
     }
-    std::vector<torch::Tensor> weights;
-    for (const auto& p : parameters) weights.push_back(p.detach().flatten());
     const std::string name = speedlabs::to_string(mode) + "_";
     outputs.emplace_back(name + "losses", torch::tensor(losses));
     outputs.emplace_back(name + "scales", torch::tensor(scales, torch::kFloat64));
     outputs.emplace_back(name + "matmul_precision_after", torch::tensor(precisions_after, torch::kLong));
     outputs.emplace_back(name + "autocast_on_after", torch::tensor(autocast_after, torch::kLong));
     outputs.emplace_back(name + "gradients_left", torch::tensor(gradients_left, torch::kFloat64));
-    outputs.emplace_back(name + "parameters", torch::cat(weights));
+    outputs.emplace_back(name + "parameters", joined(parameters));
   }
   return outputs;
 }

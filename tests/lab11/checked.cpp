@@ -72,12 +72,6 @@ struct DrawnUnit {
   lab11::FlatUnit unit;
 };
 
-torch::Tensor values_of(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> flat;
-  for (const auto& p : params) flat.push_back(p.detach().flatten());
-  return torch::cat(flat);
-}
-
 torch::Tensor longs(const std::vector<int64_t>& values) { return torch::tensor(values, torch::kLong); }
 
 }  // namespace
@@ -129,7 +123,7 @@ std::vector<Exercise> exercises() {
          lab11::gather_full_parameters(unit, comm);
          return Outputs{{"has_bytes", longs({lab11::has_full_storage(unit.full) ? 1 : 0})},
                         {"sent", comm.sent.empty() ? torch::zeros({0}) : torch::cat(comm.sent)},
-                        {"params", lab11::has_full_storage(unit.full) ? values_of(unit.params) : torch::zeros({0})}};
+                        {"params", lab11::has_full_storage(unit.full) ? joined(unit.params) : torch::zeros({0})}};
        },
        Tolerance{}},  // copies: exactly
       {"free_full_parameters",

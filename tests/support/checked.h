@@ -48,4 +48,7 @@ int64_t draw_int(at::Generator& generator, int64_t low, int64_t high);
 /// B in 1..2, heads in 1..@p max_heads, T in 1..96 (every remainder of a tile) and head_size in 4..32.
 std::vector<torch::Tensor> draw_attention_inputs(at::Generator& generator, int64_t max_heads);
 
+/// Every tensor of @p tensors, detached and flattened, joined into one (a model's weights as one output).
+torch::Tensor joined(const std::vector<torch::Tensor>& tensors);
+
 }  // namespace speedlabs::checked

@@ -42,6 +42,12 @@ std::vector<torch::Tensor> draw_attention_inputs(at::Generator& generator, int64
   return qkv;
 }
 
+torch::Tensor joined(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& t : tensors) flat.push_back(t.detach().flatten());
+  return torch::cat(flat);
+}
+
 }  // namespace speedlabs::checked
 
 namespace {
