@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -16,6 +17,9 @@
 namespace lab04 {
 
 namespace {
+
+constexpr double kCallMs = 40;   // one timed call of the demonstration on the quiet core, at least
+constexpr int kMaxMatmuls = 64;  // a slower CPU's call is longer than kCallMs, not endless
 
 // A neighbour that starts computing in the middle of a measurement: a spinning thread pinned to the one core
 // the measuring thread is pinned to, so it takes half of that core on any machine, however many cores it
@@ -92,16 +96,22 @@ OneAfterTheOther time_one_after_the_other(const std::function<void()>& work, con
 }  // namespace
 
 void observe_interleaving(const Config& config, speedlabs::Report& report) {
-  // One side against itself: the true ratio is 1. A single-threaded 768 x 768 matmul (tens of ms) is
-  // long against the scheduler's slices, so sharing its core with the neighbour halves its speed steadily.
+  // One side against itself: the true ratio is 1. The side is single-threaded 768 x 768 matmuls, as many as
+  // make kCallMs on the quiet core: long against the scheduler's slices (about 3 ms), so sharing the core with
+  // the neighbour halves its speed steadily. One matmul alone is 5 ms on an AVX-512 core, and a call that a
+  // slice of the neighbour's either hits or misses takes 5 or 8 ms: that scatter, not the load, would decide.
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
   const PinnedToOneCore pinned;
   torch::manual_seed(config.seed);
   const torch::Tensor a = torch::randn({768, 768}), b = torch::randn({768, 768});
   torch::Tensor c = torch::empty({768, 768});
-  const auto work = [&] { at::mm_out(c, a, b); };
   TorchDevice host(c10::Device(c10::kCPU));
+  const double one_matmul_ms = measure([&] { at::mm_out(c, a, b); }, host, {1, 3}).min_ms;
+  const int matmuls = static_cast<int>(std::clamp(std::ceil(kCallMs / one_matmul_ms), 1.0, double(kMaxMatmuls)));
+  const auto work = [&] {
+    for (int i = 0; i < matmuls; ++i) at::mm_out(c, a, b);
+  };
   const speedlabs::TimingOptions timing{1, config.interleave_rounds};
 
   const OneAfterTheOther one_after = time_one_after_the_other(work, pinned, host, timing);
@@ -132,6 +142,8 @@ void observe_interleaving(const Config& config, speedlabs::Report& report) {
                 "while the same comparison timed in rounds side by side still finds the truth (here 1: one op "
                 "against itself)",
                 {{"sequential_ratio", sequential},
+                 {"matmuls_per_call", matmuls},
+                 {"quiet_call_ms", matmuls * one_matmul_ms},
                  {"interleaved_ratio", pair.ratio.median},
                  {"interleaved_spread", pair.ratio.spread()},
                  {"preemptions_per_s_quiet", one_after.preemptions_quiet},
