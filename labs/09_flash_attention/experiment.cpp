@@ -161,6 +161,7 @@ BackwardCheck check_backward(const Config& config) {
   for (size_t i = 0; i < kNames.size(); ++i) {
     for (size_t call = 0; call < 2; ++call) {
       const double error = max_abs_difference(tileds[call][i], references[call][i]);
+      check.tiled_call_errors[call] = std::max(check.tiled_call_errors[call], error);
       if (error > check.max_abs_error || check.worst_gradient.empty()) {
         check.max_abs_error = error;
         check.worst_gradient = kNames[i];
@@ -171,6 +172,19 @@ BackwardCheck check_backward(const Config& config) {
     check.reference_repeat_difference =
         std::max(check.reference_repeat_difference, max_abs_difference(references[0][i], references[1][i]));
   }
+  // The tiled side's halves apart, outside autograd: two forwards, then two backwards from the first.
+  torch::NoGradGuard no_grad;
+  const auto forward = [&] { return tiled_attention_forward(q, k, v, config.q_tile, config.kv_tile); };
+  const AttentionOutput first = forward(), second = forward();
+  check.forward_repeat_difference =
+      std::max(max_abs_difference(first.out, second.out), max_abs_difference(first.lse, second.lse));
+  const auto backward = [&] {
+    return tiled_attention_backward(q, k, v, first.out, first.lse, grad_out, config.q_tile, config.kv_tile);
+  };
+  const AttentionGradients once = backward(), again = backward();
+  check.backward_repeat_difference = std::max({max_abs_difference(once.dq, again.dq),
+                                               max_abs_difference(once.dk, again.dk),
+                                               max_abs_difference(once.dv, again.dv)});
   return check;
 }
 
@@ -266,7 +280,10 @@ void observe(const Config& config, const Results& results, speedlabs::Report& re
       {{"max_abs_error", results.backward.max_abs_error},
        {"worst_gradient", results.backward.worst_gradient},
        {"tiled_repeat_difference", results.backward.tiled_repeat_difference},
-       {"reference_repeat_difference", results.backward.reference_repeat_difference}},
+       {"reference_repeat_difference", results.backward.reference_repeat_difference},
+       {"tiled_call_errors", results.backward.tiled_call_errors},
+       {"forward_repeat_difference", results.backward.forward_repeat_difference},
+       {"backward_repeat_difference", results.backward.backward_repeat_difference}},
       "max |difference| over dq, dk, dv and two calls of each side <= " + fixed(kBackwardTolerance * 1e6, 0) + "e-6",
       results.backward.max_abs_error <= kBackwardTolerance);
 
