@@ -108,7 +108,9 @@ void observe_interleaving(const Config& config, speedlabs::Report& report) {
   torch::Tensor c = torch::empty({768, 768});
   TorchDevice host(c10::Device(c10::kCPU));
   const double one_matmul_ms = measure([&] { at::mm_out(c, a, b); }, host, {1, 3}).min_ms;
-  const int matmuls = static_cast<int>(std::clamp(std::ceil(kCallMs / one_matmul_ms), 1.0, double(kMaxMatmuls)));
+  // A measure() that reads no time (0, NaN: a student's first try) gets the longest call, not a division by it.
+  const double needed = one_matmul_ms > 0 ? std::ceil(kCallMs / one_matmul_ms) : kMaxMatmuls;
+  const int matmuls = static_cast<int>(std::clamp(needed, 1.0, double(kMaxMatmuls)));
   const auto work = [&] {
     for (int i = 0; i < matmuls; ++i) at::mm_out(c, a, b);
   };
