@@ -182,9 +182,9 @@ BackwardCheck check_backward(const Config& config) {
     return tiled_attention_backward(q, k, v, first.out, first.lse, grad_out, config.q_tile, config.kv_tile);
   };
   const AttentionGradients once = backward(), again = backward();
-  check.backward_repeat_difference = std::max({max_abs_difference(once.dq, again.dq),
-                                               max_abs_difference(once.dk, again.dk),
-                                               max_abs_difference(once.dv, again.dv)});
+  check.backward_repeat_difference =
+      std::max({max_abs_difference(once.dq, again.dq), max_abs_difference(once.dk, again.dk),
+                max_abs_difference(once.dv, again.dv)});
   return check;
 }
 

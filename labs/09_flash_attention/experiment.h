@@ -73,10 +73,10 @@ struct SizeResult {
 /// The tiled backward against autograd's through the written-out attention, each side called twice on the
 /// same inputs: a side whose two calls differ computed something that depends on more than its inputs.
 struct BackwardCheck {
-  double max_abs_error = 0;                ///< max |tiled gradient - autograd's| over dq, dk, dv and both calls
-  std::string worst_gradient;              ///< dq, dk or dv: where max_abs_error is
-  double tiled_repeat_difference = 0;      ///< max |first call's tiled gradients - second call's|
-  double reference_repeat_difference = 0;  ///< the same for autograd's gradients
+  double max_abs_error = 0;                   ///< max |tiled gradient - autograd's| over dq, dk, dv and both calls
+  std::string worst_gradient;                 ///< dq, dk or dv: where max_abs_error is
+  double tiled_repeat_difference = 0;         ///< max |first call's tiled gradients - second call's|
+  double reference_repeat_difference = 0;     ///< the same for autograd's gradients
   std::array<double, 2> tiled_call_errors{};  ///< max |tiled gradient - autograd's| of each tiled call
   // Where a repeat differs: the tiled forward called twice (out and lse), and the backward twice from one forward.
   double forward_repeat_difference = 0;
