@@ -10,8 +10,9 @@
 #      graded once; no process of the grade is left, build/ holds no planted file and results.json is
 #      unchanged after it;
 #   2. a submission file that is a symbolic link to the reference is refused (exit 2), and an honest
-#      submission graded right after the cheating one earns the full points of labs 02 and 05 (lab 05's
-#      graded tests once read a file the sandbox hides, and an honest lab 05 lost 20 points);
+#      submission graded right after the cheating one earns the full points of labs 02, 04 and 05 (lab 05's
+#      graded tests once read a file the sandbox hides, and an honest lab 05 lost 20 points; lab 04's outside
+#      check runs threads in the sandbox); a submission one folder off is graded as the stubs with a warning;
 #   3. SIGTERM to ./lab grade while a test runs ends the grader and the test processes at once, and leaves
 #      none of the three result files (an earlier run's included).
 # Only the attacked labs' graded tests are built (build-submission/), from ccache where the reference build
@@ -47,17 +48,26 @@ status=0
 ./lab grade --submission "$scratch/linked" --labs 02 --out "$scratch/linked-grade" >"$scratch/linked.log" 2>&1 || status=$?
 ((status == 2)) && grep -q "symbolic link" "$scratch/linked.log" || { cat "$scratch/linked.log" >&2; die "a symlinked submission file was not refused (exit $status)"; }
 
-echo "check-cheats: an honest submission (labs 02 and 05) graded right after the cheating one earns its points"
+echo "check-cheats: an honest submission (labs 02, 04 and 05) graded right after the cheating one earns its points"
 python3 tests/grading/cheats/submission.py honest "$scratch/honest"
-./lab grade --submission "$scratch/honest" --labs 02,05 --out "$scratch/honest-grade" >"$scratch/honest.log" 2>&1 ||
+./lab grade --submission "$scratch/honest" --labs 02,04,05 --out "$scratch/honest-grade" >"$scratch/honest.log" 2>&1 ||
   { cat "$scratch/honest.log" >&2; die "./lab grade failed on the honest submission"; }
 python3 - "$scratch/honest-grade/results.json" <<'PY' || { cat "$scratch/honest.log" >&2; die "the honest submission lost points after the cheating one"; }
 import json, sys
-tests = [t for t in json.load(open(sys.argv[1]))["tests"] if not t["name"].endswith(": predictions")]
+# Every exercise graded here (lab 04's GPU reduction is skipped without a GPU: no points either way).
+tests = [t for t in json.load(open(sys.argv[1]))["tests"] if not t["name"].endswith(": predictions")
+         and "skipped" not in t["output"]]
 short = [f"{t['name']} {t['score']:g}/{t['max_score']:g}" for t in tests if t["score"] != t["max_score"]]
-print("  honest labs 02 and 05: " + (", ".join(short) or "every exercise its full points"))
+print("  honest labs 02, 04 and 05: " + (", ".join(short) or "every exercise its full points"))
 sys.exit(1 if short or not tests else 0)
 PY
+
+echo "check-cheats: a submission one folder off (FOLDER/labs/NN_topic/) is graded as the stubs, and said"
+mkdir -p "$scratch/nested" && cp -r "$scratch/honest" "$scratch/nested/labs"
+./lab grade --submission "$scratch/nested" --labs 02 --out "$scratch/nested-grade" >"$scratch/nested.log" 2>&1 ||
+  { cat "$scratch/nested.log" >&2; die "./lab grade failed on the nested submission"; }
+grep -q "holds no exercise file.*give $scratch/nested/labs" "$scratch/nested.log" ||
+  { cat "$scratch/nested.log" >&2; die "a submission with no exercise file where one is read was graded without a word"; }
 
 echo "check-cheats: SIGTERM to ./lab grade while lab 01's endless loop runs"
 stopped="$scratch/stopped"

@@ -14,7 +14,7 @@ prepare_graded_build() {
   export_torch_prefix
   mkdir -p "$root/.cache"
   rm -rf -- "$graded_build"
-  local folder file given copy
+  local folder file given copy taken=0
   for folder in $(lab_folders); do
     given="$submission/$(basename "$folder")"
     [[ ! -L "$given" ]] || die "--submission: $given is a symbolic link: give the folder itself"
@@ -28,12 +28,17 @@ prepare_graded_build() {
       if [[ -L "$given" ]]; then die "--submission: $given is a symbolic link: give the file itself"
       elif [[ -e "$given" && ! -f "$given" ]]; then die "--submission: $given is not a regular file (a folder, device or FIFO)"
       fi
-      [[ -f "$given" ]] || given="$file"
+      if [[ -f "$given" ]]; then taken=$((taken + 1)); else given="$file"; fi
       copy="$graded_build/exercises/${file#labs/}"
       mkdir -p "$(dirname "$copy")"
       cp -- "$given" "$copy"
     done < <(find "$folder" -maxdepth 1 -type f \( -name exercise.cpp -o -name '*.cu' \))
   done
+  # Nothing taken is graded (as the stubs, 0 points), but said: a folder one level off is the usual cause.
+  if ((taken == 0)); then
+    say "warning: --submission $submission holds no exercise file where one is read (NN_topic/exercise.cpp," \
+      "NN_topic/*.cu): every lab is graded as its stub$([[ ! -d "$submission/labs" ]] || echo "; it has a labs/ folder: give $submission/labs")"
+  fi
   configure "$graded_build" "$root/.cache/configure-submission.log" \
     --preset student -B "$graded_build" -DSPEEDLABS_EXERCISES="$graded_build/exercises"
   cmake --build "$graded_build" --target speedlabs_common predictions >/dev/null
