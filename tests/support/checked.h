@@ -31,11 +31,20 @@ struct Tolerance {
 /// An exercise's outputs, in a fixed order: a name and a CPU tensor each.
 using Outputs = std::vector<std::pair<std::string, torch::Tensor>>;
 
+/// What a check compares for an exercise with many right answers (a trainer): from the outputs and a generator
+/// seeded as the outputs' was (so it can draw the same inputs again), the judged facts, computed outside the
+/// student's process on both sides' outputs.
+using Judge = std::function<Outputs(at::Generator&, const Outputs&)>;
+
 /// One checked exercise of a lab.
 struct Exercise {
   std::string name;                                ///< the exercise function, as tests/labNN/points.tsv names it
   std::function<Outputs(at::Generator&)> outputs;  ///< draws its inputs from the generator, calls the exercise
   Tolerance tolerance;                             ///< per dtype; checked.cpp says why beside each
+  /// Unset: the outputs are compared with the reference's. Set: judge(student's) with judge(reference's), where
+  /// the outputs themselves may differ (weights trained another way); a student's outputs it cannot read (a
+  /// missing weight, a wrong shape) must come out as a judged fact that differs, never as an exception.
+  Judge judge;
 };
 
 /// The lab's checked exercises (defined by tests/labNN/checked.cpp).

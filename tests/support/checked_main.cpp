@@ -4,7 +4,8 @@
 //   checked_labNN produce EXERCISE SEED FD      the exercise's outputs on SEED's inputs, written to the open FD
 //                                               (the graded tree: the student's code, in the sandbox)
 //   checked_labNN check EXERCISE SEED FILE      recomputes them with this build's exercise (the reference tree)
-//                                               and compares FILE, what `produce` wrote, with them
+//                                               and compares FILE, what `produce` wrote, with them (or, where
+//                                               the exercise has a judge, what it judges of each)
 //
 // Exit codes: 0 produced / passed; 1 the exercise threw (produce) or an output differs (check: the first
 // difference on stdout, one line); 2 a bad command line or a failure of the reference itself.
@@ -252,6 +253,22 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     std::cout << error.what() << "\n";
     return 1;
+  }
+  if (exercise->judge) {  // both sides judged from the same seed's inputs, here, outside the student's process
+    try {
+      auto judging = at::make_generator<at::CPUGeneratorImpl>(*seed);
+      reference = exercise->judge(judging, reference);
+    } catch (const std::exception& error) {
+      std::cerr << "judging the reference's " << exercise->name << " threw: " << error.what() << "\n";
+      return 2;
+    }
+    try {
+      auto judging = at::make_generator<at::CPUGeneratorImpl>(*seed);
+      got = exercise->judge(judging, got);
+    } catch (const std::exception& error) {
+      std::cout << "the outputs could not be judged: " << error.what() << "\n";
+      return 1;
+    }
   }
   if (got.size() != reference.size()) {
     std::cout << got.size() << " outputs came back, the reference gives " << reference.size() << "\n";
