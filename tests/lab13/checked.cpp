@@ -25,7 +25,7 @@ namespace gpt = speedlabs::gpt;
 // The steps the trainer takes: enough to leave the initial loss (about ln 50257 = 10.8) far behind on a
 // repeating stream, few enough for a few seconds of the quick model per side.
 constexpr int kSteps = 40;
-// The held-out loss every working trainer gets under after kSteps: on the 2-core Xeon the stub's plain float32
+// The held-out loss every working trainer gets under after kSteps: on a 2-core AMD EPYC VM the stub's plain float32
 // AdamW ended at 8.0-8.1 and the reference at 7.5-7.7 (three seeds each); weights that did not learn stay near
 // 10.8.
 constexpr double kHeldOutLossBound = 9.5;
