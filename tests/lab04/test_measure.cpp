@@ -66,7 +66,12 @@ TEST(Lab04Observations, CpuRunRecordsEveryObservation) {
   EXPECT_GT(ratio.measured.at("ratio_bf16_over_fp32").get<double>(), 0.0);
   // fp32 and bf16 ran in the same rounds: one ratio per round.
   EXPECT_EQ(ratio.evidence["value"]["count"], 3);
-  if (ratio.verdict != speedlabs::Verdict::inconclusive) {
+  // On a CPU with bfloat16 instructions the lesson's claim is not this CPU's: not applicable, the ratio still shown.
+  const bool bf16_units = seen.at("avx512_bf16").get<bool>() || seen.at("amx_bf16").get<bool>();
+  if (seen.at("cpu_features_known").get<bool>() && bf16_units) {
+    EXPECT_EQ(ratio.verdict, speedlabs::Verdict::not_applicable);
+    EXPECT_NE(ratio.reason.find("bfloat16 instructions"), std::string::npos) << ratio.reason;
+  } else if (ratio.verdict != speedlabs::Verdict::inconclusive) {
     EXPECT_EQ(ratio.verdict == speedlabs::Verdict::holds,
               ratio.measured.at("ratio_bf16_over_fp32").get<double>() >= 2.0);
   }
