@@ -78,9 +78,8 @@ struct BackwardCheck {
   double tiled_repeat_difference = 0;         ///< max |first call's tiled gradients - second call's|
   double reference_repeat_difference = 0;     ///< the same for autograd's gradients
   std::array<double, 2> tiled_call_errors{};  ///< max |tiled gradient - autograd's| of each tiled call
-  // Where a repeat differs: the tiled forward called twice (out and lse), and the backward twice from one forward.
-  double forward_repeat_difference = 0;
-  double backward_repeat_difference = 0;
+  double forward_repeat_difference = 0;       ///< max |first tiled forward's out and lse - second's|
+  double backward_repeat_difference = 0;      ///< max |first tiled backward's gradients - second's|, one forward
 };
 
 /// The whole CPU comparison.
