@@ -122,15 +122,12 @@ void decide_bf16_vs_fp32(const CpuTimings& t, const CpuFeatures& cpu, int thread
                                    {"case", which}};
   if (cpu.known && bf16_units) {
     // The 2x is a claim about CPUs without these instructions: here it neither holds nor fails, and the ratio
-    // this CPU measured is shown beside the reason.
-    auto& observation = report.not_applicable(
-        "cpu_bf16_vs_fp32", claim, expected,
-        "this CPU has bfloat16 instructions (AVX-512 BF16 or AMX): the lesson's 2x is for a CPU without them; bf16 "
-        "took " +
-            fixed(ratio, 2) + "x fp32's time here",
-        false);
-    observation.measured = measured;
-    observation.evidence = bf16_over_fp32.to_json();
+    // this CPU measured travels with the reason.
+    report.add({"cpu_bf16_vs_fp32", claim, measured, expected, speedlabs::Verdict::not_applicable, false,
+                "this CPU has bfloat16 instructions (AVX-512 BF16 or AMX): the lesson's 2x is for a CPU without "
+                "them; bf16 took " +
+                    fixed(ratio, 2) + "x fp32's time here",
+                bf16_over_fp32.to_json()});
     return;
   }
   report.decide(

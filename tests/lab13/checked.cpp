@@ -5,10 +5,10 @@
 // which the trainer never receives, at a loss under a bound that any working trainer of the course gets under.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "labs/13_speedrun/exercise.h"
@@ -44,15 +44,17 @@ struct Task {
 
 Task draw_task(at::Generator& generator) {
   const int64_t cycle_length = draw_int(generator, kCycleMin, kCycleMax);
-  const auto cycle = torch::randperm(gpt::GPTConfig{}.vocab_size, generator, torch::kLong).narrow(0, 0, cycle_length);
+  const auto drawn = torch::randperm(gpt::GPTConfig{}.vocab_size, generator, torch::kInt).narrow(0, 0, cycle_length);
+  const std::vector<int32_t> cycle(drawn.data_ptr<int32_t>(), drawn.data_ptr<int32_t>() + cycle_length);
   const int64_t held_out = kHeldOutWindows * lab13::kEvalContext + 1;
   std::vector<int32_t> stream(kTrainTokens + held_out);
-  for (size_t i = 0; i < stream.size(); ++i) stream[i] = static_cast<int32_t>(cycle[i % cycle_length].item<int64_t>());
+  for (size_t i = 0; i < stream.size(); ++i) stream[i] = cycle[i % cycle.size()];
+  const lab13::Config quick = lab13::quick_config();
   Task task;
-  task.config.model = lab13::model_of(lab13::quick_config());
-  task.config.batch = lab13::quick_config().batch;
-  task.config.seq = lab13::quick_config().seq;
-  task.config.lr = lab13::quick_config().lr;
+  task.config.model = lab13::model_of(quick);
+  task.config.batch = quick.batch;
+  task.config.seq = quick.seq;
+  task.config.lr = quick.lr;
   task.config.seed = static_cast<uint64_t>(draw_int(generator, 0, 1 << 30));
   task.config.max_steps = kSteps;
   task.config.train_tokens =
@@ -61,12 +63,12 @@ Task draw_task(at::Generator& generator) {
   return task;
 }
 
-// The GPT's weight names in named_parameters() order, kLastWeight moved to the end.
-std::vector<std::string> weight_names(const gpt::GPTConfig& model) {
-  std::vector<std::string> names;
-  for (const auto& p : gpt::GPT(model)->named_parameters()) names.push_back(p.key());
-  std::stable_partition(names.begin(), names.end(), [](const std::string& name) { return name != kLastWeight; });
-  return names;
+// The GPT's weights, name and shape, in named_parameters() order with kLastWeight moved to the end.
+std::vector<std::pair<std::string, std::vector<int64_t>>> weight_shapes(const gpt::GPTConfig& model) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+  for (const auto& p : gpt::GPT(model)->named_parameters()) shapes.push_back({p.key(), p.value().sizes().vec()});
+  std::stable_partition(shapes.begin(), shapes.end(), [](const auto& shape) { return shape.first != kLastWeight; });
+  return shapes;
 }
 
 Outputs trained_weights(at::Generator& generator) {
@@ -77,7 +79,8 @@ Outputs trained_weights(at::Generator& generator) {
   for (int s = 0; s < kSteps; ++s) trainer->step();
   const gpt::NamedTensors weights = trainer->weights();
   Outputs outputs;
-  for (const auto& name : weight_names(task.config.model)) {
+  for (const auto& weight : weight_shapes(task.config.model)) {
+    const std::string& name = weight.first;
     const auto found = std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == name; });
     // A missing weight is an empty output: the judge finds its shape wrong.
     outputs.push_back({name, found == weights.end() || !found->second.defined()
@@ -91,21 +94,19 @@ Outputs trained_weights(at::Generator& generator) {
 // weights is under the bound.
 Outputs judge_weights(at::Generator& generator, const Outputs& outputs) {
   const Task task = draw_task(generator);
-  const auto names = weight_names(task.config.model);
-  std::map<std::string, torch::Tensor> shapes;
-  for (const auto& p : gpt::GPT(task.config.model)->named_parameters()) shapes.emplace(p.key(), p.value());
+  const auto shapes = weight_shapes(task.config.model);
   std::vector<int64_t> well_formed;
   gpt::NamedTensors weights;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const bool named = i < outputs.size() && outputs[i].first == names[i];
-    const torch::Tensor& tensor = named ? outputs[i].second : shapes.at(names[i]);
-    const bool good = named && tensor.scalar_type() == torch::kFloat && tensor.sizes() == shapes.at(names[i]).sizes() &&
-                      torch::isfinite(tensor).all().item<bool>();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [name, shape] = shapes[i];
+    const bool good = i < outputs.size() && outputs[i].first == name &&
+                      outputs[i].second.scalar_type() == torch::kFloat && outputs[i].second.sizes() == shape &&
+                      torch::isfinite(outputs[i].second).all().item<bool>();
     well_formed.push_back(good ? 1 : 0);
-    if (good) weights.push_back({names[i], tensor});
+    if (good) weights.push_back({name, outputs[i].second});
   }
   bool under_bound = false;
-  if (weights.size() == names.size() && outputs.size() == names.size()) {
+  if (weights.size() == shapes.size() && outputs.size() == shapes.size()) {
     std::string problem;
     const double loss = lab13::evaluate(task.config.model, weights, task.held_out, problem);
     under_bound = std::isfinite(loss) && loss <= kHeldOutLossBound;
