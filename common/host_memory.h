@@ -39,11 +39,13 @@ void reset_host_memory_peak();
 /// it back to the kernel. By default glibc's malloc maps big buffers fresh from the kernel, unmaps them
 /// when they are freed, and trims the top of its heap; a training loop that frees and reallocates its
 /// large activations and gradients every step then page-faults them in again every step (lab 06's tiny
-/// model on a CPU: ~8,000 faults per step, half of the step's time). This sets M_MMAP_THRESHOLD to
-/// 32 MiB (the most glibc accepts) and M_TRIM_THRESHOLD to 1 GiB with mallopt, and exports the same
-/// values as MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ for child processes, so that a C++ run and
-/// the Python run it starts share one policy. Leaves everything as it is when either variable is
-/// already set (the user's choice) and where the C library is not glibc.
+/// model on a CPU: ~8,000 faults per step, half of the step's time). Raising the mmap threshold is not
+/// enough: glibc caps it at 32 MiB, and lab 07's 51 MB logits still cost 12,500 faults each per step. This
+/// sets M_MMAP_MAX to 0 (every buffer from the heap) and M_TRIM_THRESHOLD to 1 GiB with mallopt, and exports
+/// the same values as MALLOC_MMAP_MAX_ and MALLOC_TRIM_THRESHOLD_ for child processes, so that a C++ run and
+/// the Python run it starts share one policy. Leaves everything as it is when MALLOC_MMAP_MAX_,
+/// MALLOC_TRIM_THRESHOLD_ or MALLOC_MMAP_THRESHOLD_ is already set (the user's choice) and where the C
+/// library is not glibc.
 /// @return one line saying what was set or why nothing was
 std::string keep_freed_host_memory();
 

@@ -239,23 +239,21 @@ ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const 
   ProfiledRounds result;
   result.steps_per_round = steps_per_round;
   const auto plain = [&] {
-    for (int i = 0; i < steps_per_round; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      step();
-      speedlabs::synchronize(device);
-      result.plain_ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    speedlabs::synchronize(device);
+    result.plain_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   };
-  // After each profiled step one plain step runs: the next profiled step then follows a step, as every plain
-  // step does, not the profiler's teardown (its trace processing leaves other data in the caches).
+  // After each profiled step one plain step runs: the next timed step then follows a step, as every plain step
+  // does, not the profiler's teardown (its trace processing leaves other data in the caches).
   const auto profiled = [&] {
-    for (int i = 0; i < steps_per_round; ++i) {
-      result.profiles.push_back(profile_step(step, device, ""));
-      step();
-    }
+    result.profiles.push_back(profile_step(step, device, ""));
+    step();
   };
-  result.timings = speedlabs::time_interleaved({plain, profiled}, device, {0, rounds});
+  // One step of each side at a time, so that a drift of the machine over a second or two (a VM's neighbours)
+  // reaches both sides of a block alike; a block is steps_per_round of these steps in a row.
+  result.timings = speedlabs::time_interleaved({plain, profiled}, device, {0, rounds * steps_per_round});
   return result;
 }
 
@@ -301,11 +299,11 @@ StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const
       "one training step from the profiler: matmuls (FLOPs from their shapes), memory-bound ops (bytes from "
       "their shapes), the host's per-op overhead, the optimizer, data loading and idle time add up to the "
       "step timed without the profiler beside it";
-  // Reported, not must-hold: the median step of a block against the median of the block beside it scatters by 4%
-  // within a quiet run on the 2-core VM, but the profiler's distortion moves from run to run (medians from 0.99
-  // to 1.13 in ten quiet --quick runs of one build), more than its priced recording explains.
+  // Must hold on a CPU: with every buffer kept in the process (keep_freed_host_memory), a quiet run's rounds agree
+  // within a few percent. Before, buffers above glibc's 32 MiB mmap cap were faulted in afresh each step, a
+  // profiled step took one more of them than a plain one, and the ratio moved from 0.99 to 1.13 run to run.
   const std::string expected =
-      "the parts' sum, less the profiler's own cost, within " + as_percent(kSumTolerance) + " of the step (reported)";
+      "the parts' sum, less the profiler's own cost, within " + as_percent(kSumTolerance) + " of the step";
   if (!device.is_cpu()) {
     report.not_applicable("step_time_accounted", claim, expected,
                           "on " + device.str() + " the host's timeline of an asynchronous step is not the device's");
@@ -340,7 +338,7 @@ StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const
          {"memory_mb", a.memory_bytes / 1e6},
          {"memory_share_of_bandwidth", bandwidth_share},
          {"ops", a.ops}},
-        expected, evidence, [](double ratio) { return std::abs(ratio - 1) <= kSumTolerance; }, false);
+        expected, evidence, [](double ratio) { return std::abs(ratio - 1) <= kSumTolerance; }, true);
   }
   observe_mfu(m, report);
   return a;

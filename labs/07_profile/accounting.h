@@ -70,19 +70,20 @@ struct StepAccount {
 /// @param profiler_us_per_event the profiler's cost per event it records (measure_profiler_us_per_event())
 StepAccount account_step(const StepProfile& profile, double us_per_op, double profiler_us_per_event);
 
-/// Steps timed without the profiler and steps profiled, interleaved: round after round, a block of each.
+/// Steps timed without the profiler and steps profiled, interleaved step by step, then taken in rounds: a block
+/// of consecutive plain steps and the block of profiled steps made between them.
 struct ProfiledRounds {
   int steps_per_round = 1;            ///< steps in each block, plain and profiled alike
   std::vector<StepProfile> profiles;  ///< steps_per_round profiled steps per round, in round order
   std::vector<double> plain_ms;       ///< each plain step's time, in round order
-  speedlabs::Interleaved timings;  ///< side 0: the plain blocks; side 1: the profiled ones (with the profiler's cost)
+  speedlabs::Interleaved timings;     ///< side 0: each plain step; side 1: each profiled one (with the profiler's cost)
   /// The plain steps, one sample per round (the median step of its block), with the machine's reading.
   speedlabs::TimingStats plain() const;
 };
 
-/// Runs @p rounds rounds of a block of @p steps_per_round plain steps (timed) and a block of as many profiled
-/// steps (profile_step(), no trace), in alternating order, so the profiled steps and the plain steps they are
-/// held against saw the same moment; a block evens out the scatter of single steps.
+/// Runs @p rounds x @p steps_per_round plain steps (timed) and as many profiled steps (profile_step(), no
+/// trace), one of each at a time in alternating order, so the profiled steps and the plain steps they are held
+/// against saw the same moments; a round's block of steps evens out the scatter of single steps.
 /// @param step            one training step
 /// @param device          where it runs
 /// @param rounds          how many rounds
@@ -98,10 +99,10 @@ struct StepMeasures {
   double model_flops = 0;             ///< model FLOPs of one step (6 N + attention, x tokens)
 };
 
-/// Prints the parts and records step_time_accounted (reported: in each round, the median profiled step's parts,
-/// less the profiler's own cost, sum to the median plain step timed beside them within 5%) and step_mfu (reported: the
-/// model FLOP utilisation against the measured matmul peak and against the theoretical peak, every input shown). Not
-/// applicable on a GPU: the host's timeline of an asynchronous step is not the device's.
+/// Prints the parts and records step_time_accounted (must hold on a CPU: in each round, the median profiled step's
+/// parts, less the profiler's own cost, sum to the median plain step timed beside them within 5%) and step_mfu
+/// (reported: the model FLOP utilisation against the measured matmul peak and against the theoretical peak, every input
+/// shown). Not applicable on a GPU: the host's timeline of an asynchronous step is not the device's.
 /// @param accounts account_step() of each profiled step, in round order (measures.step's rounds, each a block)
 /// @param measures what they are held against (measures.step: the same rounds' plain steps)
 /// @param device   where the step ran

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/format.h"
+#include "common/host_memory.h"
 #include "datasets/data_files.h"
 #include "datasets/token_cache.h"
 #include "outputs.h"
@@ -87,6 +88,7 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
             << "; target validation loss " << fixed(config.target, 2) << " over the last " << kValidationTokens
             << " tokens; validation every " << config.eval_every << " steps (not timed), cap " << config.step_cap
             << " steps\n";
+  std::cout << speedlabs::keep_freed_host_memory() << "\n";  // the race's policy, for both trainers alike
   const Outcome outcome = race_once(config, make_trainer);
   print_outcome(outcome);
   record_observations(outcome, config, report);

@@ -1,6 +1,5 @@
 #include "race.h"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "common/format.h"
+#include "common/host_memory.h"
 #include "common/process.h"
 #include "common/timer.h"
 
@@ -30,18 +30,6 @@ int64_t Contender::sequences() const { return std::accumulate(step_batch.begin()
 namespace {
 
 const c10::Device kCpu(c10::kCPU);
-
-// A step of a GPT with GPT-2's vocabulary makes and frees tensors of tens to hundreds of MB. glibc gives such
-// blocks back to the kernel when they are freed (mapped apart above its threshold, the heap's top trimmed below
-// it), and the next step faults each page in again: on the 2-core VM, a third to a half of a step's CPU time went
-// to the kernel. The race keeps what is freed in the process, for both trainers alike.
-void keep_freed_memory() {
-#ifdef __GLIBC__
-  mallopt(M_MMAP_MAX, 0);         // every block from the heap, where a freed one is reused
-  mallopt(M_TRIM_THRESHOLD, -1);  // the heap never shrinks
-  mallopt(M_TOP_PAD, 256 << 20);  // and grows 256 MB at a time
-#endif
-}
 
 // Validation: weights() is the trainer's code (timed), the forward pass is the evaluator's (not timed).
 void validate(Contender& c, const RaceSettings& settings) {
@@ -98,7 +86,9 @@ void show_progress(const std::vector<Contender*>& contenders, const RaceSettings
 
 speedlabs::Contention race(std::vector<Contender*> contenders, const RaceSettings& settings) {
   speedlabs::install_stop_handlers();
-  keep_freed_memory();
+  // A step frees and makes again tensors of tens to hundreds of MB: kept in the process for both trainers alike
+  // (common/host_memory.h), not faulted in from the kernel every step.
+  speedlabs::keep_freed_host_memory();
   const speedlabs::ContentionProbe probe;
   for (int round = 0;; ++round) {
     bool any = false;

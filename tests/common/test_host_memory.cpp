@@ -144,20 +144,19 @@ long minor_page_faults() {
   return usage.ru_minflt;
 }
 
-// A training step in miniature: three 8 MiB buffers live together, then all are freed, five times over.
+// A training step in miniature: three buffers of @p bytes live together, then all are freed, five times over.
 // Returns the page faults of the last four rounds (the first may grow the heap). Plain malloc on this
 // thread, so that only glibc's policy decides where the memory comes from.
-long faults_of_repeated_rounds() {
-  constexpr size_t kBytes = 8u << 20;
-  const auto round = [] {
+long faults_of_repeated_rounds(size_t bytes) {
+  const auto round = [bytes] {
     std::vector<char*> buffers;
     for (int i = 0; i < 3; ++i) {
-      buffers.push_back(static_cast<char*>(std::malloc(kBytes)));
-      std::memset(buffers.back(), 1, kBytes);  // touched: every page is faulted in unless it is resident
+      buffers.push_back(static_cast<char*>(std::malloc(bytes)));
+      std::memset(buffers.back(), 1, bytes);  // touched: every page is faulted in unless it is resident
     }
     int sum = 0;
     for (char* buffer : buffers) {
-      sum += *reinterpret_cast<volatile char*>(buffer + kBytes - 1);  // read back: the writes are kept
+      sum += *reinterpret_cast<volatile char*>(buffer + bytes - 1);  // read back: the writes are kept
       std::free(buffer);
     }
     return sum;
@@ -169,21 +168,29 @@ long faults_of_repeated_rounds() {
 }
 
 TEST(HostMemory, KeptFreedHostMemoryIsReusedWithoutPageFaults) {
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_")) {
+  if (std::getenv("MALLOC_MMAP_MAX_") || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
+      std::getenv("MALLOC_TRIM_THRESHOLD_")) {
     GTEST_SKIP() << "the environment already sets glibc's thresholds";
   }
   // glibc's defaults: the 24 MiB freed at the top of the heap exceed its trim threshold (twice the
   // largest buffer it has unmapped, 16 MiB), so it goes back to the kernel and faults in again.
-  const long faults_by_default = faults_of_repeated_rounds();
+  constexpr size_t kSmall = 8u << 20;
+  // Above glibc's largest mmap threshold (32 MiB): mapped apart however high the threshold is set.
+  constexpr size_t kLarge = 40u << 20;
+  const long faults_by_default = faults_of_repeated_rounds(kSmall);
   const std::string said = speedlabs::keep_freed_host_memory();
   if (said.find("keeps freed memory") == std::string::npos) GTEST_SKIP() << said;
-  EXPECT_STREQ(std::getenv("MALLOC_MMAP_THRESHOLD_"), "33554432");  // for child processes
+  EXPECT_STREQ(std::getenv("MALLOC_MMAP_MAX_"), "0");  // for child processes
   EXPECT_STREQ(std::getenv("MALLOC_TRIM_THRESHOLD_"), "1073741824");
-  const long faults_kept = faults_of_repeated_rounds();
+  const long faults_kept = faults_of_repeated_rounds(kSmall);
   // Four rounds touch 96 MiB, 24,576 pages: reused memory faults a few times at most (tensor metadata).
   EXPECT_LT(faults_kept, 500) << "page faults with glibc's defaults: " << faults_by_default;
+  // Four rounds of three 40 MiB buffers touch 122,880 pages; mapped apart, every one of them would fault.
+  const long faults_kept_large = faults_of_repeated_rounds(kLarge);
+  EXPECT_LT(faults_kept_large, 500);
   RecordProperty("faults_by_default", std::to_string(faults_by_default));
   RecordProperty("faults_kept", std::to_string(faults_kept));
+  RecordProperty("faults_kept_large", std::to_string(faults_kept_large));
   // The setting is the caller's once made: a second call leaves it as the environment now says.
   EXPECT_NE(speedlabs::keep_freed_host_memory().find("as the environment sets it"), std::string::npos);
 }

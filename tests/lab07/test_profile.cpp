@@ -332,9 +332,10 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
     EXPECT_TRUE(report.has(std::string("roofline_") + id)) << id;
   }
   // The step accounted: its parts add up to their sum, which, less the profiler's priced cost, is held against
-  // the step timed without the profiler (reported: the profiler's distortion moves from run to run).
+  // the step timed without the profiler (must hold on a CPU, unless the machine's load leaves it undecided).
   const auto& accounted = report.at("step_time_accounted");
-  EXPECT_FALSE(accounted.must_hold);
+  EXPECT_TRUE(accounted.must_hold);
+  EXPECT_TRUE(speedlabs::testing::timed_holds_unless_undecided(accounted)) << accounted.measured.dump();
   EXPECT_GT(accounted.measured.at("profiler_events").get<int64_t>(), 0);
   EXPECT_GE(accounted.measured.at("profiler_ms").get<double>(), 0);
   EXPECT_LT(accounted.measured.at("profiler_ms").get<double>(), accounted.measured.at("sum_ms").get<double>());
