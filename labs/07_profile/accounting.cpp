@@ -1,5 +1,7 @@
 #include "accounting.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/build_paths.h"
 #include "common/device.h"
@@ -61,7 +64,36 @@ bool fused_attention(const std::string& name) {
 
 std::string as_percent(double share) { return fixed(100 * share, 1) + "%"; }
 
+// Minor page faults of this process so far, every thread's: a page the kernel had to map in on first touch.
+int64_t minor_page_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// A step may fault in this many pages (tensor metadata, the loader's batch) and still count as keeping its
+// buffers: one 51 MB logits buffer mapped afresh is 12,500.
+constexpr int64_t kFewFaults = 1000;
+
 }  // namespace
+
+void observe_page_faults(const ProfiledRounds& rounds, const std::string& allocator, speedlabs::Report& report) {
+  std::vector<int64_t> faults = rounds.plain_faults;
+  if (faults.empty()) throw std::logic_error("observe_page_faults: no plain step was counted");
+  std::sort(faults.begin(), faults.end());
+  const int64_t median = faults[faults.size() / 2];
+  std::cout << "page faults per plain step: median " << median << " (" << faults.front() << " to " << faults.back()
+            << " over " << faults.size() << " steps); " << allocator << "\n";
+  report.check("step_page_faults",
+               "a training step that keeps its freed buffers in the process takes almost no page faults: the "
+               "kernel maps no page of them in again",
+               {{"median", median},
+                {"min", faults.front()},
+                {"max", faults.back()},
+                {"steps", faults.size()},
+                {"allocator", allocator}},
+               "median <= " + std::to_string(kFewFaults) + " per step (reported)", median <= kFewFaults, false);
+}
 
 double matmul_flops_of(const std::string& name, const std::vector<std::vector<int64_t>>& shapes) {
   const auto dims = [&](size_t i, size_t rank) { return i < shapes.size() && shapes[i].size() == rank; };
@@ -239,11 +271,13 @@ ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const 
   ProfiledRounds result;
   result.steps_per_round = steps_per_round;
   const auto plain = [&] {
+    const int64_t faults_before = minor_page_faults();
     const auto start = std::chrono::steady_clock::now();
     step();
     speedlabs::synchronize(device);
     result.plain_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    result.plain_faults.push_back(minor_page_faults() - faults_before);
   };
   // After each profiled step one plain step runs: the next timed step then follows a step, as every plain step
   // does, not the profiler's teardown (its trace processing leaves other data in the caches).

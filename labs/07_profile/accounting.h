@@ -76,6 +76,7 @@ struct ProfiledRounds {
   int steps_per_round = 1;            ///< steps in each block, plain and profiled alike
   std::vector<StepProfile> profiles;  ///< steps_per_round profiled steps per round, in round order
   std::vector<double> plain_ms;       ///< each plain step's time, in round order
+  std::vector<int64_t> plain_faults;  ///< each plain step's minor page faults (getrusage), in round order
   speedlabs::Interleaved timings;     ///< side 0: each plain step; side 1: each profiled one (with the profiler's cost)
   /// The plain steps, one sample per round (the median step of its block), with the machine's reading.
   speedlabs::TimingStats plain() const;
@@ -90,6 +91,14 @@ struct ProfiledRounds {
 /// @param steps_per_round the steps in each block
 ProfiledRounds profile_rounds(const std::function<torch::Tensor()>& step, const c10::Device& device, int rounds,
                               int steps_per_round);
+
+/// Records step_page_faults (reported): the plain steps' minor page faults, median and range, under the host
+/// allocator's policy (@p allocator, keep_freed_host_memory()'s line); a step that keeps its freed buffers takes
+/// almost none, one that hands them back faults every 4 KiB page of them in again.
+/// @param rounds    the rounds whose plain steps were counted
+/// @param allocator the host allocator's policy, in words
+/// @param report    receives the observation
+void observe_page_faults(const ProfiledRounds& rounds, const std::string& allocator, speedlabs::Report& report);
 
 /// What the accounting is held against.
 struct StepMeasures {

@@ -352,7 +352,8 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
   std::cout << "lab 07: " << title << "\n";
   // A CPU step that hands its big buffers back to the kernel page-faults them in again every step (lab 06):
   // the trace would show the faults, not the ops. The Python child inherits the same policy.
-  std::cout << speedlabs::keep_freed_host_memory() << "\n";
+  const std::string allocator = speedlabs::keep_freed_host_memory();
+  std::cout << allocator << "\n";
 
   part("1. a profiler trace of one training step (warm-up " + std::to_string(config.warmup) + " steps, timed " +
        std::to_string(config.steps) + ", then one profiled)");
@@ -389,6 +390,7 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
                               speedlabs::theoretical_peak(device, speedlabs::PeakFormat::fp32),
                               speedlabs::gpt_model_flops_per_step(model_config, config.batch, config.seq)};
   const StepAccount account = observe_step_account(accounts, measures, device, report);
+  observe_page_faults(outcome.rounds, allocator, report);
 
   part("5. keeping the device fed: loading inside the loop vs a prefetching loader");
   const auto tokenizer = datasets::GPT2Tokenizer::load(data_dir);

@@ -345,6 +345,17 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
     if (key.size() > 3 && key.compare(key.size() - 3, 3, "_ms") == 0) parts_ms += value.get<double>();
   }
   EXPECT_NEAR(parts_ms, accounted.measured.at("sum_ms").get<double>(), 1e-9);
+  // Every plain step of the accounting counted its page faults; the verdict applies its rule to their median.
+  const auto& faults = report.at("step_page_faults");
+  EXPECT_FALSE(faults.must_hold);
+  const auto median = faults.measured.at("median").get<int64_t>();
+  EXPECT_LE(faults.measured.at("min").get<int64_t>(), median);
+  EXPECT_LE(median, faults.measured.at("max").get<int64_t>());
+  const auto steps = faults.measured.at("steps").get<int64_t>(),
+             rounds = accounted.measured.at("rounds").get<int64_t>();
+  EXPECT_EQ(steps % rounds, 0) << "each round's block of plain steps counted whole";
+  EXPECT_GE(steps, rounds);
+  EXPECT_EQ(faults.verdict, median <= 1000 ? Verdict::holds : Verdict::fails);
   // Both MFUs: the same model FLOPs over the same step, divided by the measured and by the theoretical peak.
   const auto& mfu = report.at("step_mfu").measured;
   EXPECT_FALSE(report.at("step_mfu").must_hold);
