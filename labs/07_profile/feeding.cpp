@@ -289,27 +289,32 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
   const std::string expected = "saved >= " + fixed(kMinHiddenShare, 1) + " x loading time";
   // Two threads racing each other only shows what it should when both can run at once.
   constexpr double kMinFreeCores = 1.5;
+  const nlohmann::json measured{
+      {"sync_ms", feed.sync_step_ms},
+      {"prefetch_ms", feed.prefetch_step_ms},
+      {"load_ms", feed.load_ms},
+      {"saved_ms", saved_ms},
+      {"hidden_share", feed.hidden_shares.empty()
+                           ? nlohmann::json()
+                           : nlohmann::json(speedlabs::summarize_samples(feed.hidden_shares).median)},
+      {"cores", feed.cores},
+      {"free_cores", feed.free_cores}};
   if (feed.cores < 2 || feed.free_cores < kMinFreeCores) {
-    report.not_applicable("prefetch_hides_loading", claim, expected,
-                          feed.cores < 2
-                              ? "this machine has " + std::to_string(feed.cores) +
-                                    " core: the worker can only take turns with the training step"
-                              : "this machine has " + std::to_string(feed.cores) +
-                                    " cores, but two threads of this run got only " + fixed(feed.free_cores, 2) +
-                                    " of them at once (other work on the machine): the worker had "
-                                    "no core of its own; measured saved " +
-                                    fixed(saved_ms, 2) + " ms of " + fixed(feed.load_ms, 2) + " ms loading");
+    // Not applicable, but with what it measured beside the reason.
+    speedlabs::Observation observation{"prefetch_hides_loading", claim, measured, expected,
+                                       speedlabs::Verdict::not_applicable};
+    observation.must_hold = true;
+    observation.reason = feed.cores < 2
+                             ? "this machine has " + std::to_string(feed.cores) +
+                                   " core: the worker can only take turns with the training step"
+                             : "this machine has " + std::to_string(feed.cores) +
+                                   " cores, but two threads of this run got only " + fixed(feed.free_cores, 2) +
+                                   " of them at once (other work on the machine): the worker had no "
+                                   "core of its own";
+    report.add(observation);
   } else {
-    const speedlabs::Evidence evidence = hidden_share_evidence(feed.hidden_shares, feed.contention);
-    report.decide("prefetch_hides_loading", claim,
-                  {{"sync_ms", feed.sync_step_ms},
-                   {"prefetch_ms", feed.prefetch_step_ms},
-                   {"load_ms", feed.load_ms},
-                   {"saved_ms", saved_ms},
-                   {"hidden_share", evidence.value.median},
-                   {"cores", feed.cores},
-                   {"free_cores", feed.free_cores}},
-                  expected + ", per pair of blocks", evidence, hides_enough);
+    report.decide("prefetch_hides_loading", claim, measured, expected + ", per pair of blocks",
+                  hidden_share_evidence(feed.hidden_shares, feed.contention), hides_enough);
   }
   const std::string pinned_claim = "on a GPU the loader's batches are in pinned memory (non_blocking copies)";
   if (device.is_cuda()) {

@@ -196,6 +196,28 @@ std::vector<std::string> readme_ids() {
 }
 
 // FLOPs and bytes from the shapes the profiler records, on the shapes of libtorch's own calls.
+// Two threads that got one core between them: prefetching cannot show, so the claim is not applicable, and
+// what was measured stays beside the reason (a synthetic result: no core can be taken away on demand).
+TEST(Lab07Feeding, NoSecondCoreFreeIsNotApplicableWithWhatWasMeasured) {
+  lab07::FeedResult feed;
+  feed.load_ms = 100;
+  feed.sync_step_ms = 300;
+  feed.prefetch_step_ms = 280;
+  feed.cores = 2;
+  feed.free_cores = 1.0;
+  feed.same_batches = true;
+  feed.hidden_shares = {0.1, 0.2, 0.3};
+  feed.load_samples_ms = {99, 100, 101};
+  speedlabs::Report report("07_profile", "cpu");
+  lab07::observe_feeding(feed, c10::Device(c10::kCPU), report);
+  const auto& prefetch = report.at("prefetch_hides_loading");
+  EXPECT_EQ(prefetch.verdict, Verdict::not_applicable);
+  EXPECT_NE(prefetch.reason.find("got only 1.00"), std::string::npos) << prefetch.reason;
+  EXPECT_DOUBLE_EQ(prefetch.measured.at("load_ms").get<double>(), 100);
+  EXPECT_DOUBLE_EQ(prefetch.measured.at("saved_ms").get<double>(), 20);
+  EXPECT_DOUBLE_EQ(prefetch.measured.at("hidden_share").get<double>(), 0.2);
+}
+
 TEST(Lab07Accounting, FlopsAndBytesFromShapes) {
   EXPECT_DOUBLE_EQ(lab07::matmul_flops_of("aten::mm", {{32, 64}, {64, 256}}), 2.0 * 32 * 64 * 256);
   EXPECT_DOUBLE_EQ(lab07::matmul_flops_of("aten::addmm", {{256}, {32, 64}, {64, 256}, {}, {}}), 2.0 * 32 * 64 * 256);
@@ -377,6 +399,8 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
     // Not applicable only without a second core, or when a probe found no second core free for this run.
     EXPECT_TRUE(std::thread::hardware_concurrency() < 2 || prefetch.reason.find("got only") != std::string::npos)
         << prefetch.reason;
+    // What it measured stays beside the reason (the lesson quotes it from the kept run).
+    EXPECT_GT(prefetch.measured.at("load_ms").get<double>(), 0) << prefetch.measured.dump();
   }
   EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_top_ops.svg") || !fs::exists("/usr/bin/gnuplot"));
   EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_roofline.svg") || !fs::exists("/usr/bin/gnuplot"));
