@@ -313,6 +313,16 @@ function(speedlabs_add_lab)
           add_test(NAME ${label}.checked_outside
             COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest $<TARGET_FILE:checked_${label}>)
           set_tests_properties(${label}.checked_outside PROPERTIES LABELS ${label} TIMEOUT 300)
+          # Its speed exercises timed outside (scripts/driver/outside_timing.py), where checked.cpp times any: alone
+          # on the machine, as a lab program runs, since it times.
+          file(READ "${PROJECT_SOURCE_DIR}/tests/${label}/checked.cpp" checked_source)
+          if(checked_source MATCHES "std::vector<Timed> timed\\(\\)")
+            add_test(NAME ${label}.timed_outside
+              COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest-timed
+                      $<TARGET_FILE:checked_${label}>)
+            set_tests_properties(${label}.timed_outside PROPERTIES LABELS ${label} TIMEOUT 600
+                                 PROCESSORS ${SPEEDLABS_LOGICAL_CORES})
+          endif()
         endif()
       endif()
     endif()

@@ -251,6 +251,7 @@ def read_results(junit_path, exercises, run=None):
         outside = outside_verdict(run, e)
         if outside:
             e.failed.append((f"Lab{e.lab}_{e.name}, checked outside your process on fresh inputs", outside))
+        apply_outside_timing(run, e)
     # Speed counts only on right results: a speed exercise scores only when the exercise it times passes.
     timed = {(e.lab, e.name): e for e in exercises}
     for e in exercises:
@@ -272,6 +273,26 @@ def outside_verdict(run, e):
         return ""
     word, _, why = line.partition(" ")
     return why if word == "failed" else f"the outside check could not run: {why}"
+
+
+def apply_outside_timing(run, e):
+    """A speed exercise timed outside the student's process (RUN_DIR/timed/LabNN_<name>, written by the grader:
+    scripts/driver/outside_timing.py): its verdict takes the place of the score the graded test measured inside
+    that process, whose code can bend its own clock."""
+    try:
+        line = (Path(run) / "timed" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").strip()
+    except OSError:
+        return
+    word, _, why = line.partition(" ")
+    test = f"Lab{e.lab}_{e.name}, timed outside your process"
+    if word == "score" and not e.failed:
+        share, _, how = why.partition(" ")
+        e.scores, e.undecided = [(f"{test} {how}", min(1.0, max(0.0, float(share))))], []
+    elif word == "undecided" and not e.failed:
+        e.scores, e.undecided = [], [(test, why)]
+    elif word in ("failed", "error"):
+        e.scores, e.undecided = [], []
+        e.failed.append((test, why if word == "failed" else f"the outside timing could not run: {why}"))
 
 
 def message(e):

@@ -3,6 +3,8 @@
 
   outside_check.py selftest PROGRAM   a CTest on the reference build: for each exercise PROGRAM lists, its outputs
                                       read back pass, one changed byte, a cut file and a bad seed do not
+  outside_check.py selftest-timed PROGRAM
+                                      the same for its timed speed exercises (outside_timing.py's selftest)
 
 check_lab() (called by grade_run.py in ./lab grade): for each exercise the reference's checked_labNN lists, a
 seed drawn now; the student's checked_labNN writes that exercise's outputs on the seed's inputs into a pipe,
@@ -146,5 +148,8 @@ def selftest(program):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "selftest":
         sys.exit(selftest(Path(sys.argv[2]).resolve()))
+    if len(sys.argv) == 3 and sys.argv[1] == "selftest-timed":
+        import outside_timing  # noqa: E402
+        sys.exit(outside_timing.selftest(Path(sys.argv[2]).resolve()))
     print(__doc__, file=sys.stderr)
     sys.exit(2)

@@ -163,6 +163,22 @@ class CannotBeFooled(unittest.TestCase):
         (self.run.dir / "checked" / "Lab01_sum_squares_eigen").write_text("error the reference threw (seed 9)\n")
         self.assert_scores_zero("sum_squares_eigen", f"start {TOKEN}\nend {TOKEN} passed\n", "could not run")
 
+    def test_speed_timed_outside_replaces_the_processs_own_score(self):
+        # The graded test's score (1.0, from a clock the student's code can bend) gives way to the grader's.
+        timed = self.run.dir / "timed"
+        timed.mkdir()
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("score 0.000 (0.12 of the best's speed)\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["score"], 0)
+        self.assertIn("timed outside your process", tests["sum_squares_unrolled_speed"]["output"])
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("undecided other programs used 0.90 of a core\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["max_score"], 0)
+        self.assertIn("could not decide", tests["sum_squares_unrolled_speed"]["output"])
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("failed a timed result is wrong\n")
+        self.assert_scores_zero("sum_squares_unrolled_speed", f"start {TOKEN}\nscore {TOKEN} 1.0\nend {TOKEN} passed\n",
+                                "a timed result is wrong")
+
     def test_a_lab_named_twice_is_graded_once(self):
         tests = self.run.grade(labs=("01", "01"))
         with open(self.run.dir / "out/results.json") as handle:

@@ -15,6 +15,9 @@ namespace {
 constexpr Tolerance kFloat32Orders{2e-5, 1e-9};
 // The attention output averages values of size ~1: 1e-6 absolute beside 2e-5 relative for outputs near 0.
 constexpr Tolerance kAttentionOrders{2e-5, 1e-6};
+// At the speed size, T = 1024 keys: sums 10x longer than the checked shapes', so 2e-5 absolute (the graded speed
+// test's rule, tests/lab09/graded.cpp) for outputs near 0; a wrong or empty answer is off by 1e-2 or more.
+constexpr Tolerance kSpeedOrders{1e-5, 2e-5};
 
 }  // namespace
 
@@ -44,6 +47,25 @@ std::vector<Exercise> exercises() {
        },
        kAttentionOrders},
   };
+}
+
+// Speed, timed outside (./lab grade): the tiled forward (tiles 256 x 256, as the lab's default run) against
+// libtorch's SDPA on GPT-2 small's 12 heads of 64 at T = 1024, fresh q, k and v for every call, 8 calls a process,
+// each side on one CPU. Full points within 3x of SDPA's time, none at 10x, as the graded test in
+// tests/lab09/graded.cpp rules in the student's own process.
+std::vector<Timed> timed() {
+  return {{"tiled_attention_forward_speed", 8, 1.0 / 3.0, 0.1,
+           [](at::Generator& generator, Side side) {
+             torch::NoGradGuard no_grad;
+             std::vector<torch::Tensor> qkv;
+             for (int i = 0; i < 3; ++i) qkv.push_back(torch::randn({1, 12, 1024, 64}, generator, torch::kFloat));
+             if (side == Side::inputs_only) return Outputs{};
+             const auto out = side == Side::exercise
+                                  ? lab09::tiled_attention_forward(qkv[0], qkv[1], qkv[2], 256, 256).out
+                                  : at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, true);
+             return Outputs{{"out", out}};
+           },
+           kSpeedOrders}};
 }
 
 }  // namespace speedlabs::checked

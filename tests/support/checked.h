@@ -50,6 +50,27 @@ struct Exercise {
 /// The lab's checked exercises (defined by tests/labNN/checked.cpp).
 std::vector<Exercise> exercises();
 
+/// What a timed process runs (checked_labNN time): the student's exercise, the best this machine does, or
+/// neither, only drawing the inputs (the time that takes is taken off both sides' times).
+enum class Side { exercise, best, inputs_only };
+
+/// A speed exercise timed outside the student's process (./lab grade; docs/grading.md, "Speed timed outside").
+/// Each side runs in a process of its own; the grader times it from the moment it hands the process the seed
+/// to the moment the last output arrives, so nothing the student's code does to its own clock counts, and
+/// the inputs, drawn from that seed, do not exist before the timing starts, so no answer can be ready early.
+struct Timed {
+  std::string name;  ///< its line in tests/labNN/points.tsv (sum_squares_unrolled_speed)
+  int64_t calls;     ///< calls per timed process, each on inputs of its own
+  double full;       ///< the speed fraction (best's time over the exercise's) that earns full points
+  double zero;       ///< the speed fraction that earns none
+  /// One call: draws its inputs from the generator, then calls @p side (Side::inputs_only: no call, no outputs).
+  std::function<Outputs(at::Generator&, Side)> call;
+  Tolerance tolerance;  ///< the exercise's outputs against the best's on the same inputs; checked.cpp says why
+};
+
+/// The lab's timed speed exercises (tests/labNN/checked.cpp, where the lab has one; none elsewhere).
+std::vector<Timed> timed();
+
 /// A whole number in [low, high] drawn from @p generator (input sizes, tile widths).
 int64_t draw_int(at::Generator& generator, int64_t low, int64_t high);
 

@@ -6,6 +6,13 @@
 //   checked_labNN check EXERCISE SEED FILE      recomputes them with this build's exercise (the reference tree)
 //                                               and compares FILE, what `produce` wrote, with them (or, where
 //                                               the exercise has a judge, what it judges of each)
+//   checked_labNN list-timed                    the timed speed exercises: NAME CALLS FULL ZERO a line
+//   checked_labNN time NAME SIDE FD             writes "ready" to FD, reads the seed from standard input, makes
+//                                               the timed calls of SIDE (exercise, best or inputs) on the seed's
+//                                               inputs, writes their outputs (call I's output X as "I.X") to FD
+//                                               and closes it: the grader's clock runs from the seed to the end
+//   checked_labNN check-timed NAME SEED FILE    compares FILE, what `time NAME exercise` wrote, with the best's
+//                                               outputs on the same inputs (the reference tree)
 //
 // Exit codes: 0 produced / passed; 1 the exercise threw (produce) or an output differs (check: the first
 // difference on stdout, one line); 2 a bad command line or a failure of the reference itself.
@@ -49,12 +56,17 @@ torch::Tensor joined(const std::vector<torch::Tensor>& tensors) {
   return torch::cat(flat);
 }
 
+// A lab whose checked.cpp times nothing (most of them) has no timed exercise.
+__attribute__((weak)) std::vector<Timed> timed() { return {}; }
+
 }  // namespace speedlabs::checked
 
 namespace {
 
 using speedlabs::checked::Exercise;
 using speedlabs::checked::Outputs;
+using speedlabs::checked::Side;
+using speedlabs::checked::Timed;
 using speedlabs::checked::Tolerance;
 
 constexpr const char* kMagic = "speedlabs-checked 1";
@@ -199,7 +211,8 @@ std::string compare(const std::string& name, const torch::Tensor& got, const tor
 
 int usage(const std::string& why) {
   std::cerr << "error: " << why
-            << "\nusage: checked_labNN list | produce EXERCISE SEED FD | check EXERCISE SEED FILE\n";
+            << "\nusage: checked_labNN list | produce EXERCISE SEED FD | check EXERCISE SEED FILE | list-timed |"
+               " time NAME SIDE FD | check-timed NAME SEED FILE\n";
   return 2;
 }
 
@@ -209,67 +222,9 @@ std::optional<uint64_t> parse_seed(const std::string& text) {
   return std::stoull(text);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  const auto exercises = speedlabs::checked::exercises();
-  if (args.size() == 1 && args[0] == "list") {
-    for (const auto& exercise : exercises) std::cout << exercise.name << "\n";
-    return 0;
-  }
-  if (args.size() != 4 || (args[0] != "produce" && args[0] != "check")) return usage("unknown command line");
-  const Exercise* exercise = nullptr;
-  for (const auto& candidate : exercises)
-    if (candidate.name == args[1]) exercise = &candidate;
-  if (!exercise) return usage("no checked exercise '" + args[1] + "'");
-  const auto seed = parse_seed(args[2]);
-  if (!seed) return usage("SEED must be a whole number below 10^19, not '" + args[2] + "'");
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(*seed);
-
-  if (args[0] == "produce") {
-    const auto fd = parse_seed(args[3]);
-    if (!fd || *fd > 1024 || ::fcntl(static_cast<int>(*fd), F_GETFD) == -1)
-      return usage("FD must be an open file descriptor");
-    try {
-      write_outputs(static_cast<int>(*fd), exercise->outputs(generator));
-    } catch (const std::exception& error) {
-      std::cerr << exercise->name << " threw: " << error.what() << "\n";
-      return 1;
-    }
-    return 0;
-  }
-
-  Outputs reference;
-  try {
-    reference = exercise->outputs(generator);
-  } catch (const std::exception& error) {
-    std::cerr << "the reference " << exercise->name << " threw: " << error.what() << "\n";
-    return 2;
-  }
-  Outputs got;
-  try {
-    got = read_outputs(args[3]);
-  } catch (const std::exception& error) {
-    std::cout << error.what() << "\n";
-    return 1;
-  }
-  if (exercise->judge) {  // both sides judged from the same seed's inputs, here, outside the student's process
-    try {
-      auto judging = at::make_generator<at::CPUGeneratorImpl>(*seed);
-      reference = exercise->judge(judging, reference);
-    } catch (const std::exception& error) {
-      std::cerr << "judging the reference's " << exercise->name << " threw: " << error.what() << "\n";
-      return 2;
-    }
-    try {
-      auto judging = at::make_generator<at::CPUGeneratorImpl>(*seed);
-      got = exercise->judge(judging, got);
-    } catch (const std::exception& error) {
-      std::cout << "the outputs could not be judged: " << error.what() << "\n";
-      return 1;
-    }
-  }
+// 0 when every output of @p got matches @p reference's (same names, dtypes, shapes, values within @p tolerance),
+// else 1 with the first difference on stdout.
+int compare_outputs(const Outputs& got, const Outputs& reference, Tolerance tolerance) {
   if (got.size() != reference.size()) {
     std::cout << got.size() << " outputs came back, the reference gives " << reference.size() << "\n";
     return 1;
@@ -281,7 +236,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     const auto difference = compare(reference[i].first, got[i].second,
-                                    reference[i].second.detach().to(torch::kCPU).contiguous(), exercise->tolerance);
+                                    reference[i].second.detach().to(torch::kCPU).contiguous(), tolerance);
     if (!difference.empty()) {
       std::cout << difference << "\n";
       return 1;
@@ -289,4 +244,147 @@ int main(int argc, char** argv) {
   }
   std::cout << "passed\n";
   return 0;
+}
+
+std::optional<int> parse_fd(const std::string& text) {
+  const auto fd = parse_seed(text);
+  if (!fd || *fd > 1024 || ::fcntl(static_cast<int>(*fd), F_GETFD) == -1) return std::nullopt;
+  return static_cast<int>(*fd);
+}
+
+// produce: the student's outputs into the grader's pipe.
+int produce(const Exercise& exercise, at::Generator& generator, const std::string& fd_text) {
+  const auto fd = parse_fd(fd_text);
+  if (!fd) return usage("FD must be an open file descriptor");
+  try {
+    write_outputs(*fd, exercise.outputs(generator));
+  } catch (const std::exception& error) {
+    std::cerr << exercise.name << " threw: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+// check: the reference's outputs on the same seed, compared with (or judged beside) the student's in @p path.
+int check(const Exercise& exercise, uint64_t seed, const std::string& path) {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  Outputs reference;
+  try {
+    reference = exercise.outputs(generator);
+  } catch (const std::exception& error) {
+    std::cerr << "the reference " << exercise.name << " threw: " << error.what() << "\n";
+    return 2;
+  }
+  Outputs got;
+  try {
+    got = read_outputs(path);
+  } catch (const std::exception& error) {
+    std::cout << error.what() << "\n";
+    return 1;
+  }
+  if (exercise.judge) {  // both sides judged from the same seed's inputs, here, outside the student's process
+    try {
+      auto judging = at::make_generator<at::CPUGeneratorImpl>(seed);
+      reference = exercise.judge(judging, reference);
+    } catch (const std::exception& error) {
+      std::cerr << "judging the reference's " << exercise.name << " threw: " << error.what() << "\n";
+      return 2;
+    }
+    try {
+      auto judging = at::make_generator<at::CPUGeneratorImpl>(seed);
+      got = exercise.judge(judging, got);
+    } catch (const std::exception& error) {
+      std::cout << "the outputs could not be judged: " << error.what() << "\n";
+      return 1;
+    }
+  }
+  return compare_outputs(got, reference, exercise.tolerance);
+}
+
+// The outputs of every call of @p timed on @p seed's inputs, call I's output X named "I.X".
+Outputs timed_outputs(const Timed& timed, uint64_t seed, Side side) {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  Outputs all;
+  for (int64_t call = 0; call < timed.calls; ++call)
+    for (auto& [name, value] : timed.call(generator, side)) all.emplace_back(std::to_string(call) + "." + name, value);
+  return all;
+}
+
+// time: "ready", then the seed from the grader, then the calls; the clock is the grader's, outside.
+int time_calls(const Timed& timed, const std::string& side_word, const std::string& fd_text) {
+  const std::map<std::string, Side> sides = {
+      {"exercise", Side::exercise}, {"best", Side::best}, {"inputs", Side::inputs_only}};
+  if (!sides.count(side_word)) return usage("SIDE must be exercise, best or inputs, not '" + side_word + "'");
+  const auto fd = parse_fd(fd_text);
+  if (!fd) return usage("FD must be an open file descriptor");
+  try {
+    write_all(*fd, "ready\n", 6);
+    const auto line = read_line(std::cin);
+    const auto seed = line ? parse_seed(*line) : std::nullopt;
+    if (!seed) throw std::runtime_error("no seed came on standard input");
+    write_outputs(*fd, timed_outputs(timed, *seed, sides.at(side_word)));
+  } catch (const std::exception& error) {
+    std::cerr << timed.name << " threw: " << error.what() << "\n";
+    return 1;
+  }
+  ::close(*fd);  // the last byte is out: the grader's clock stops here, not after this process's teardown
+  return 0;
+}
+
+// check-timed: the student's timed outputs against the best's on the same seed's inputs.
+int check_timed(const Timed& timed, uint64_t seed, const std::string& path) {
+  Outputs best;
+  try {
+    best = timed_outputs(timed, seed, Side::best);
+  } catch (const std::exception& error) {
+    std::cerr << "the best side of " << timed.name << " threw: " << error.what() << "\n";
+    return 2;
+  }
+  try {
+    return compare_outputs(read_outputs(path), best, timed.tolerance);
+  } catch (const std::exception& error) {
+    std::cout << error.what() << "\n";
+    return 1;
+  }
+}
+
+int timed_command(const std::vector<std::string>& args) {
+  const auto all = speedlabs::checked::timed();
+  const Timed* timed = nullptr;
+  for (const auto& candidate : all)
+    if (candidate.name == args[1]) timed = &candidate;
+  if (!timed) return usage("no timed exercise '" + args[1] + "'");
+  if (args[0] == "time") return time_calls(*timed, args[2], args[3]);
+  const auto seed = parse_seed(args[2]);
+  if (!seed) return usage("SEED must be a whole number below 10^19, not '" + args[2] + "'");
+  return check_timed(*timed, *seed, args[3]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const auto exercises = speedlabs::checked::exercises();
+  if (args.size() == 1 && args[0] == "list") {
+    for (const auto& exercise : exercises) std::cout << exercise.name << "\n";
+    return 0;
+  }
+  if (args.size() == 1 && args[0] == "list-timed") {
+    for (const auto& timed : speedlabs::checked::timed())
+      std::cout << timed.name << " " << timed.calls << " " << timed.full << " " << timed.zero << "\n";
+    return 0;
+  }
+  if (args.size() == 4 && (args[0] == "time" || args[0] == "check-timed")) return timed_command(args);
+  if (args.size() != 4 || (args[0] != "produce" && args[0] != "check")) return usage("unknown command line");
+  const Exercise* exercise = nullptr;
+  for (const auto& candidate : exercises)
+    if (candidate.name == args[1]) exercise = &candidate;
+  if (!exercise) return usage("no checked exercise '" + args[1] + "'");
+  const auto seed = parse_seed(args[2]);
+  if (!seed) return usage("SEED must be a whole number below 10^19, not '" + args[2] + "'");
+  if (args[0] == "produce") {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(*seed);
+    return produce(*exercise, generator, args[3]);
+  }
+  return check(*exercise, *seed, args[3]);
 }

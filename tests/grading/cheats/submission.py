@@ -4,6 +4,9 @@
   submission.py write FOLDER      FOLDER/NN_topic/exercise.cpp (and .cu): solutions/ with the attacks below
   submission.py verify RESULTS    checks RESULTS (results.json of ./lab grade --submission FOLDER)
   submission.py honest FOLDER     FOLDER/NN_topic/exercise.cpp: solutions/ as it is (graded right after)
+  submission.py clock FOLDER      FOLDER/01_vectorize/exercise.cpp: a right but slow unrolled sum and a clock that
+                                  hides its time (CLOCK, graded on its own: lab 01's other attacks would hide it)
+  submission.py verify-clock RESULTS
 
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
 with no function named, at the end of the file), so the attacked exercise must score 0 and every other
@@ -98,6 +101,33 @@ ATTACKS = [
      "a daemon that outlives its test, plants a file in the reference build tree and rewrites results.json: killed with "
      "its sandbox, which sees the build tree read-only and no --out folder; lab 09 keeps its points"),
 ]
+# A right answer made eight times slower, and a clock_gettime of its own that hides nine tenths of that time: it
+# replaces the C library's for the whole test program, so the graded test, which times in the student's process,
+# sees an answer as fast as the reference's; the grader's clock, outside, does not.
+CLOCK = [
+    ("01_vectorize", "sum_squares_unrolled",
+     "extern long long hidden_ns; static thread_local int depth = 0; if (depth == 0) { ++depth; timespec a, b; "
+     "::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); double s = 0; for (int r = 0; r < 8; ++r) "
+     "s = sum_squares_unrolled(data, n); ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); "
+     "hidden_ns += ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec) * 9 / 10; --depth; return s; }",
+     "the sum made eight times slower, its time hidden from the clock below"),
+    ("01_vectorize", None,
+     "namespace lab01 { long long hidden_ns = 0; } extern \"C\" int clock_gettime(clockid_t id, timespec* ts) noexcept { "
+     "long r = ::syscall(SYS_clock_gettime, id, ts); if (r == 0 && id == CLOCK_MONOTONIC) { long long t = "
+     "ts->tv_sec * 1000000000LL + ts->tv_nsec - lab01::hidden_ns; ts->tv_sec = t / 1000000000LL; "
+     "ts->tv_nsec = t % 1000000000LL; } return static_cast<int>(r); }",
+     "(the clock of the attack above: the program's own definition comes before the C library's)"),
+]
+CLOCK_INCLUDES = "#include <sys/syscall.h>\n#include <ctime>\n#include <unistd.h>\n"
+# What ./lab grade must give lab 01 of that submission: right answers, and no speed points (0 of 5, or not scored
+# where the machine was too busy to decide: either way nothing earned).
+EXPECTED_CLOCK = {
+    "lab 01: sum_squares_eigen": (3, 3, "passed"),
+    "lab 01: sum_squares_torch": (3, 3, "passed"),
+    "lab 01: sum_squares_unrolled": (10, 10, "passed"),
+    "lab 01: sum_squares_unrolled_speed": (0, 5, "timed outside your process"),
+}
+
 INCLUDES = ("#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
             "#include <fcntl.h>\n#include <sys/prctl.h>\n#include <unistd.h>\n")
 
@@ -154,6 +184,32 @@ def write(folder):
         if not text.startswith(INCLUDES):
             text = INCLUDES + text
         path.write_text(attack(text, function, statement))
+
+
+def clock(folder):
+    folder = Path(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "01_vectorize").mkdir(parents=True)
+    text = CLOCK_INCLUDES + (ROOT / "solutions/01_vectorize/exercise.cpp").read_text()
+    for _, function, statement, _ in CLOCK:
+        text = attack(text, function, statement)
+    (folder / "01_vectorize" / "exercise.cpp").write_text(text)
+
+
+def verify_clock(results_path):
+    tests = {t["name"]: t for t in json.loads(Path(results_path).read_text())["tests"]}
+    problems = []
+    for name, (score, max_score, text) in EXPECTED_CLOCK.items():
+        got = tests.get(name, {"score": None, "max_score": None, "output": "not in results.json"})
+        print(f"  {name}: {got['score']} / {got['max_score']}, {got['output'][:200]}")
+        undecided = name.endswith("_speed") and got["score"] == 0 and got["max_score"] == 0 and \
+            "could not decide" in got["output"] and text in got["output"]
+        if not undecided and ((got["score"], got["max_score"]) != (score, max_score) or text not in got["output"]):
+            problems.append(f"{name}: expected {score} / {max_score} and '{text}' in the output")
+    for problem in problems:
+        print("cheats: " + problem, file=sys.stderr)
+    return 1 if problems else 0
 
 
 def honest(folder):
@@ -214,5 +270,10 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "verify":
         sys.exit(verify(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "clock":
+        clock(sys.argv[2])
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "verify-clock":
+        sys.exit(verify_clock(sys.argv[2]))
     print(__doc__, file=sys.stderr)
     sys.exit(2)

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Speed exercises timed outside the student's process (./lab grade; docs/grading.md, "Speed timed outside").
+
+selftest(PROGRAM), a CTest on the reference build (outside_check.py selftest-timed PROGRAM): its own exercise
+timed against its best, a score decided (or undecided, said), and a changed timed output caught.
+
+time_lab() (called by grade_run.py in ./lab grade): for each timed exercise the reference's checked_labNN lists
+(tests/support/checked.h, Timed: NAME CALLS FULL ZERO), rounds of three processes, their order turning from
+round to round: the student's checked_labNN making the exercise's timed calls, the reference's making the best's,
+and the reference's only drawing the inputs. Each runs in a sandbox of its own (scripts/driver/sandbox.py: when it
+ends, every process it started has ended) on the same one CPU, says "ready", and is then handed a fresh seed;
+its time is this grader's clock from that moment to the last byte of its outputs. A side's time is its process's
+time less the inputs-only process's of the same round, and the round's speed fraction is the best's time over
+the exercise's. Every output of the student's timed calls is compared with the best's on the same inputs by the
+reference's `check-timed`: one that differs scores nothing. Other programs' load is read while the reference's
+two processes run (this CPU's busy time in /proc/stat less what their sandboxes used: os.wait4 counts every
+process of a sandbox, children included); the student's process runs alone in its sandbox and nothing of it is
+left to slow the others. The measurement decides when the load stayed under half a core and the fractions'
+spread (interquartile range over median) under 25%, the rules of the in-process speed tests, or when the whole
+interquartile range earns the same share (all of the points, or none); it is taken again twice before it is
+called undecided. The verdict goes to RUN_DIR/timed/LabNN_<name>: "score S <how>",
+"undecided <why>" or "failed <why>", written here, never by graded code. Standard library only.
+"""
+import os
+import secrets
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sandbox  # noqa: E402
+
+MAX_OUTPUT = 64 << 20  # bytes of outputs taken from the student's process
+ROUNDS, WARMUP_ROUNDS, ATTEMPTS = 9, 1, 3
+MAX_SPREAD, MAX_LOAD = 0.25, 0.5  # interquartile range over median; other programs' cores
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Run:
+    wall: float = 0.0  # seconds from the seed to the last byte of the outputs
+    cpu: float = 0.0  # CPU seconds of every process of its sandbox in that window (at least)
+    busy: float = 0.0  # this CPU's busy seconds in that window, every program's
+    outputs: bytes = b""
+    seed: int = 0  # the inputs' seed, handed over when the timing started
+    why: str = ""  # why it failed, or ""
+
+
+def listed(program):
+    """(name, calls, full, zero) of each timed exercise @p program lists."""
+    done = subprocess.run([str(program), "list-timed"], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"{program} list-timed failed: {done.stderr.strip()}")
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    return [(name, int(calls), float(full), float(zero)) for name, calls, full, zero in rows]
+
+
+def cpu_busy(cpu):
+    """Seconds CPU @p cpu has been busy since boot, every program's (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as handle:
+        for line in handle:
+            fields = line.split()
+            if fields[0] == f"cpu{cpu}":
+                ticks = [int(f) for f in fields[1:9]]
+                return (sum(ticks) - ticks[3] - ticks[4]) / TICK
+    raise RuntimeError(f"no cpu{cpu} in /proc/stat")
+
+
+def tree_cpu(root):
+    """CPU seconds used so far by @p root and every process under it (their reaped children included), from
+    /proc/PID/stat; each is counted down to its clock tick, so this is at most what they used."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))  # ppid; utime..cstime
+    under, found = {root}, True
+    while found:
+        found = False
+        for pid, (parent, _) in stats.items():
+            if parent in under and pid not in under:
+                under.add(pid)
+                found = True
+    return sum(stats[pid][1] for pid in under if pid in stats) / TICK
+
+
+def read_until(fd, deadline, limit, stop=None):
+    """Bytes from @p fd until its end (or, with @p stop, until they end with it), the deadline or @p limit bytes;
+    (data, the time the last byte came, why it stopped short or "")."""
+    data, last = bytearray(), time.monotonic()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(data), last, "it did not finish within its budget"
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        last = time.monotonic()
+        if not chunk:
+            return bytes(data), last, ""
+        data.extend(chunk)
+        if len(data) > limit:
+            return bytes(data), last, f"it wrote more than {limit >> 20} MiB of outputs"
+        if stop and data.endswith(stop):
+            return bytes(data), last, ""
+
+
+def time_one(program, name, side, cpu, budget, hidden):
+    """One timed process of @p side (exercise, best or inputs), sandboxed on CPU @p cpu: a Run."""
+    program = Path(program).resolve()
+    read_end, write_end = os.pipe()
+    command = sandbox.wrap([str(program), "time", name, side, str(write_end)], hidden=hidden)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SPEEDLABS_GRADE")}
+    environment["OMP_NUM_THREADS"] = "1"  # one CPU for each side: libtorch's pool the same size everywhere
+    run, deadline = Run(seed=secrets.randbits(62)), time.monotonic() + budget
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, cwd=program.parent, env=environment, stdin=subprocess.PIPE,
+                                   stdout=log, stderr=subprocess.STDOUT, pass_fds=[write_end],
+                                   preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+        os.close(write_end)
+        try:
+            said, _, why = read_until(read_end, deadline, 64, stop=b"ready\n")
+            if not why and said != b"ready\n":
+                why = "it did not say it was ready"
+            if not why:
+                cpu_before, busy_before = tree_cpu(process.pid), cpu_busy(cpu)
+                started = time.monotonic()
+                process.stdin.write(f"{run.seed}\n".encode())  # the inputs exist from now on
+                process.stdin.close()
+                run.outputs, ended, why = read_until(read_end, deadline, MAX_OUTPUT)
+                run.wall, run.busy = ended - started, cpu_busy(cpu) - busy_before
+        except (BrokenPipeError, OSError) as error:
+            why = why or f"the process went away ({error})"
+        finally:
+            os.close(read_end)
+        code, usage = wait_until(process, deadline)
+        if code is None:
+            why = why or "it did not finish within its budget"
+        elif code != 0:
+            log.seek(0)
+            said = " | ".join(l.strip() for l in log.read(4096).decode(errors="replace").splitlines()[-3:] if l.strip())
+            why = why or f"it ended with exit code {code}" + (f": {said}" if said else "")
+        if not why:
+            run.cpu = usage.ru_utime + usage.ru_stime - cpu_before
+    run.why = why
+    return run
+
+
+def wait_until(process, deadline):
+    """(exit code or None when killed at the deadline, its sandbox's resource usage, children included)."""
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            process.returncode = os.waitstatus_to_exitcode(status)
+            return process.returncode, usage
+        if time.monotonic() > deadline:
+            process.kill()  # the sandbox's first process: every process in it ends
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            return None, usage
+        time.sleep(0.005)
+
+
+def check(reference, name, run):
+    """"" when every timed output of @p run matches the best's on its inputs, else the first difference; raises
+    RuntimeError when the reference's check cannot run."""
+    with tempfile.NamedTemporaryFile() as outputs:
+        outputs.write(run.outputs)
+        outputs.flush()
+        done = subprocess.run([str(reference), "check-timed", name, str(run.seed), outputs.name], capture_output=True,
+                              text=True, timeout=600)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"the reference's check-timed failed: {done.stderr.strip()}")
+    return "" if done.returncode == 0 else (done.stdout.strip().splitlines() or ["?"])[-1]
+
+
+def escaped(mine, inputs):
+    """Whether the exercise's process used clearly more than the one CPU it was given (it widened its own CPU
+    affinity to run helpers beside the timed calls): its CPU beyond its wall time, against the inputs-only
+    process's (the same teardown after the last byte, the same tick rounding), with room for a fifth of its time."""
+    return mine.cpu - mine.wall > (inputs.cpu - inputs.wall) + 0.2 * mine.wall + 0.05
+
+
+def measure(student, reference, name, budget, hidden, cpu):
+    """One attempt: (the rounds' speed fractions, the rounds' other load in cores, "" or "failed|error why")."""
+    sides = [("exercise", student), ("best", reference), ("inputs", reference)]
+    fractions, loads, escapes = [], [], 0
+    for number in range(WARMUP_ROUNDS + ROUNDS):
+        order = sides[number % 3:] + sides[:number % 3]
+        # The reference's processes see what the student's may not (its own build tree): they are not graded code.
+        runs = {side: time_one(program, name, side, cpu, budget, hidden if side == "exercise" else ())
+                for side, program in order}
+        if runs["exercise"].why:
+            return [], [], f"failed your timed process: {runs['exercise'].why}"
+        for side in ("best", "inputs"):
+            if runs[side].why:
+                return [], [], f"error the reference's {side} process: {runs[side].why}"
+        wrong = check(reference, name, runs["exercise"])
+        if wrong:
+            return [], [], f"failed a timed result is wrong, so its speed earns nothing: {wrong}"
+        escapes += escaped(runs["exercise"], runs["inputs"])
+        if number < WARMUP_ROUNDS:
+            continue
+        inputs = runs["inputs"].wall
+        mine, best = runs["exercise"].wall - inputs, runs["best"].wall - inputs
+        fractions.append(best / mine if mine > 0 else float("inf"))
+        loads.append(max(max(0.0, r.busy - r.cpu) / r.wall for r in (runs["best"], runs["inputs"])))
+    if escapes * 2 > WARMUP_ROUNDS + ROUNDS:
+        return [], [], ("failed your timed process used more than the one CPU it was given in most rounds (its CPU "
+                        "time well over its wall time): speed is compared on one CPU a side")
+    return fractions, loads, ""
+
+
+def quartiles(values):
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def time_exercise(student, reference, name, full, zero, budget, hidden):
+    """The verdict line for timed exercise @p name: "score S how", "undecided why", "failed why" or "error why"."""
+    cpu = max(os.sched_getaffinity(0))
+    why = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        fractions, loads, failed = measure(student, reference, name, budget, hidden, cpu)
+        if failed:
+            return failed
+        q1, median, q3 = quartiles(fractions)
+        load = statistics.median(loads)
+        spread = (q3 - q1) / median if median > 0 and median != float("inf") else 0.0
+        # The scatter cannot change a score whose whole interquartile range earns the same (all of it, or none).
+        if load <= MAX_LOAD and (spread <= MAX_SPREAD or q3 <= zero or q1 >= full):
+            share = 0.0 if not median > zero else min(1.0, (median - zero) / (full - zero))
+            return (f"score {share:.3f} ({median:.2f} of the best's speed, quartiles {q1:.2f}-{q3:.2f}, {ROUNDS} "
+                    f"rounds, timed outside your process on one CPU; full points from {full:.2f}, none below {zero:.2f})")
+        why = (f"other programs used {load:.2f} of a core (at most {MAX_LOAD} decides)" if load > MAX_LOAD else
+               f"the rounds scattered {spread:.0%} (interquartile range over median; at most {MAX_SPREAD:.0%} decides)")
+        print(f"  {name}: attempt {attempt} of {ATTEMPTS} could not decide: {why}", file=sys.stderr)
+    return f"undecided {why}"
+
+
+def time_lab(student, reference, lab, run_dir, budgets, hidden):
+    """Times every timed exercise of lab @p lab outside: writes RUN_DIR/timed/LabNN_<name>; prints progress."""
+    folder = Path(run_dir) / "timed"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, _, full, zero in listed(reference):
+        started = time.monotonic()
+        try:
+            verdict = (time_exercise(student, reference, name, full, zero, budgets.get(name, 600), hidden)
+                       if Path(student).exists() else "failed its checked program was not built")
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            verdict = f"error {error}"
+        (folder / f"Lab{lab}_{name}").write_text(verdict + "\n")
+        print(f"  Lab{lab}_{name}, timed outside: {verdict.split(' (')[0]} ({time.monotonic() - started:.0f} s)",
+              file=sys.stderr)
+
+
+def selftest(program):
+    """The reference's own exercise timed against its best: its outputs pass, a changed one does not, and the
+    rounds give a fraction for every round."""
+    problems = []
+    cpu = max(os.sched_getaffinity(0))
+    for name, _, full, zero in listed(program):
+        run = time_one(program, name, "exercise", cpu, 300, ())
+        if run.why:
+            problems.append(f"{name}: the timed process failed: {run.why}")
+            continue
+        if check(program, name, run):
+            problems.append(f"{name}: its own timed outputs do not pass: {check(program, name, run)}")
+        changed = bytearray(run.outputs)
+        changed[-5] ^= 0x40  # the last output's highest byte (little-endian), before "end\n"
+        run.outputs = bytes(changed)
+        if not check(program, name, run):
+            problems.append(f"{name}: a changed timed output passed its check")
+        verdict = time_exercise(program, program, name, full, zero, 300, ())
+        print(f"{name}: {verdict}")
+        if not verdict.startswith(("score", "undecided")):
+            problems.append(f"{name}: the reference timed against its best: {verdict}")
+    for problem in problems:
+        print("FAIL " + problem)
+    return 1 if problems else 0
+
