@@ -93,9 +93,9 @@ def tree_cpu(root):
     return sum(stats[pid][1] for pid in under if pid in stats) / TICK
 
 
-def read_until(fd, deadline, limit, stop=None):
-    """Bytes from @p fd until its end (or, with @p stop, until they end with it), the deadline or @p limit bytes;
-    (data, the time the last byte came, why it stopped short or "")."""
+def read_until(fd, deadline, limit, done):
+    """Bytes from @p fd until done(bytes so far), its end, the deadline or @p limit bytes; (data, the time the last
+    byte came, why it stopped short or "")."""
     data, last = bytearray(), time.monotonic()
     while True:
         left = deadline - time.monotonic()
@@ -111,8 +111,33 @@ def read_until(fd, deadline, limit, stop=None):
         data.extend(chunk)
         if len(data) > limit:
             return bytes(data), last, f"it wrote more than {limit >> 20} MiB of outputs"
-        if stop and data.endswith(stop):
+        if done(data):
             return bytes(data), last, ""
+
+
+ELEMENT_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Bool": 1}
+
+
+def outputs_complete(data):
+    """Whether @p data is a whole outputs file (tests/support/checked_main.cpp's format: a header line, per output
+    "NAME DTYPE NDIM SIZE..." and its bytes, then "end"): the clock stops at its last byte, not when the sandbox
+    has ended (its first processes hold the pipe open until then). Malformed data is left to the check."""
+    at = data.find(b"\n") + 1
+    while 0 < at <= len(data):
+        end = data.find(b"\n", at)
+        if end < 0:
+            return False
+        words = bytes(data[at:end]).split()
+        if words == [b"end"]:
+            return end + 1 == len(data)
+        try:
+            count = 1
+            for size in words[3:]:
+                count *= int(size)
+            at = end + 1 + count * ELEMENT_BYTES[words[1].decode()]
+        except (IndexError, KeyError, ValueError, UnicodeDecodeError):
+            return True  # not the format: stop here, and the check says what is wrong
+    return False
 
 
 def time_one(program, name, side, cpu, budget, hidden):
@@ -129,7 +154,7 @@ def time_one(program, name, side, cpu, budget, hidden):
                                    preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
         os.close(write_end)
         try:
-            said, _, why = read_until(read_end, deadline, 64, stop=b"ready\n")
+            said, _, why = read_until(read_end, deadline, 64, lambda data: data.endswith(b"\n"))
             if not why and said != b"ready\n":
                 why = "it did not say it was ready"
             if not why:
@@ -137,7 +162,7 @@ def time_one(program, name, side, cpu, budget, hidden):
                 started = time.monotonic()
                 process.stdin.write(f"{run.seed}\n".encode())  # the inputs exist from now on
                 process.stdin.close()
-                run.outputs, ended, why = read_until(read_end, deadline, MAX_OUTPUT)
+                run.outputs, ended, why = read_until(read_end, deadline, MAX_OUTPUT, outputs_complete)
                 run.wall, run.busy = ended - started, cpu_busy(cpu) - busy_before
         except (BrokenPipeError, OSError) as error:
             why = why or f"the process went away ({error})"
