@@ -5,10 +5,12 @@
 
 #include "bf16_weights.h"
 #include "experiment.h"
+#include "tests/support/data.h"
 
 namespace {
 
 TEST(Lab03Bf16Weights, RunsAreReproducibleAndStartTogether) {
+  SPEEDLABS_REQUIRE_DATA();
   auto config = lab03::quick_config();
   config.steps = 3;
   const auto fp32 = lab03::train_with_weight_storage(config, lab03::WeightStorage::fp32);
@@ -22,6 +24,7 @@ TEST(Lab03Bf16Weights, RunsAreReproducibleAndStartTogether) {
 }
 
 TEST(Lab03Bf16Weights, ObservationsOverTheQuickRun) {
+  SPEEDLABS_REQUIRE_DATA();
   speedlabs::Report report("03_mixed_precision", "cpu");
   lab03::observe_bf16_weights(lab03::quick_config(), report);
   EXPECT_FALSE(report.at("bf16_weights_losses").must_hold);

@@ -18,6 +18,7 @@
 #include "common/observations.h"
 #include "labs/06_compile_ahead/experiment.h"
 #include "labs/06_compile_ahead/python_peers.h"
+#include "tests/support/data.h"
 #include "tests/support/timed.h"
 
 namespace {
@@ -75,6 +76,7 @@ TEST(Lab06Ladder, ShapeLongerThanTheBlockIsAUsageError) {
 // The whole ladder once, on the tiny model, with the Python eager peers (one test: CTest runs every test
 // in its own process, and the ladder is the expensive part).
 TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
+  SPEEDLABS_REQUIRE_DATA();
   auto config = lab06::quick_config();
   config.python = speedlabs::configured_python();
   speedlabs::Report report("06_compile_ahead", "cpu");
@@ -154,6 +156,7 @@ TEST(Lab06LadderOnCpu, ClimbsEveryCpuRungTracksFp32AndMatchesThePythonPeer) {
 // The peers start from an argv vector, never a shell: a --python path with a quote in it is a file name
 // that does not exist, not a command (it once ran "touch"), and no temporary file of the run is left.
 TEST(Lab06LadderOnCpu, APythonPathIsNeverRunAsAShellCommand) {
+  SPEEDLABS_REQUIRE_DATA();
   namespace fs = std::filesystem;
   const fs::path folder = fs::temp_directory_path() / ("speedlabs-test-lab06-" + std::to_string(getpid()));
   fs::create_directories(folder);
@@ -249,6 +252,7 @@ TEST_F(Lab06PythonPeers, TheStateHasNoNameWhileThePeersRun) {
 // The torch.compile peer, asked for on the CPU: it compiles (tens of seconds on two cores), reports its
 // first step apart from the median, and its losses track the C++ bf16 rung's.
 TEST(Lab06LadderOnCpu, TorchCompilePeerRunsWhenAskedFor) {
+  SPEEDLABS_REQUIRE_DATA();
   if (speedlabs::configured_python().empty()) GTEST_SKIP() << "no Python with torch configured";
   auto config = lab06::quick_config();
   config.python = speedlabs::configured_python();
