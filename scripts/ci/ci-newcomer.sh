@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI's newcomer check: `./lab run` on the clean clone, as a newcomer types it after setup. The tour builds and
 # runs lab 01's program first, then builds the other labs' programs in one build and runs them; this prints how
-# long lab 01's first table took to appear and how long the whole tour took (the goals: 5 and 8 minutes with a cold compiler cache, setup included).
+# long lab 01's first table took to appear and how long the whole tour took (the goals: 5 and 8 minutes with a
+# cold compiler cache, setup included).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
