@@ -28,11 +28,15 @@
 # Every lab also gets bad-input tests that need no argument of its own: an unknown flag, an unknown
 # --device and an unwritable --json path must each stop with a message and exit code 2.
 #
-# A target whose sources include <torch/torch.h> (directly or through a project header) reuses the precompiled
-# libtorch header of speedlabs_common; any other target compiles without it. The precompiled header halves the
-# time of a unit that includes torch.h (lab 01's main.cpp: 24 s without it, 12 s with it, quiet 2-core VM), but
-# every unit that reads it pays for libtorch's deferred instantiations: an empty main() took 8 s with it,
-# lab 07's main.cpp 22 s with it and 7 s without.
+# Each target reuses one of two precompiled headers (common/CMakeLists.txt), the lighter its sources allow:
+# - all of <torch/torch.h> (speedlabs_common_nn's) where a source includes it, directly or through a project
+#   header: the units that use torch::nn, optim or autograd functions;
+# - tensors only, <torch/types.h> (speedlabs_common's), where the sources include only <torch/types.h>,
+#   <torch/utils.h>, small libtorch headers or ATen headers;
+# - none where they include no libtorch header.
+# What each costs (an empty main(), quiet 2-core VM): 2 s with the tensor header, 5 s with the torch header,
+# 19 s with <torch/torch.h> and no precompiled header. Every unit that reads a precompiled header pays for
+# its deferred template instantiations, so a unit gets no more of libtorch than it includes.
 
 # PIE and PIC code both work in an executable; making them the same lets one PCH serve every target.
 set(CMAKE_CXX_COMPILE_OPTIONS_PIE "${CMAKE_CXX_COMPILE_OPTIONS_PIC}")
@@ -40,60 +44,70 @@ set(CMAKE_CXX_COMPILE_OPTIONS_PIE "${CMAKE_CXX_COMPILE_OPTIONS_PIC}")
 # The configuring machine's logical cores, read once: each lab's smoke run takes them all (PROCESSORS below).
 cmake_host_system_information(RESULT SPEEDLABS_LOGICAL_CORES QUERY NUMBER_OF_LOGICAL_CORES)
 
-# Sets @p out to ON when @p file, or a project header it includes, includes a libtorch umbrella header
-# (<torch/torch.h>, <torch/nn.h>, ...). A "..." include is looked for as the compiler's include path finds it:
-# beside the file, in the lab's folder (a solution's, whose stubs' folder is the include path, or the folder of
-# the CMakeLists.txt adding the target) and from the repository's root. Remembered per file.
+# Sets @p out to how much of libtorch @p file includes, itself or through the project headers it includes:
+# "torch" (<torch/torch.h> or any other libtorch header: <torch/nn.h>, ...), "tensor" (<torch/types.h>,
+# <torch/utils.h>, the small <torch/cuda.h>, <torch/mps.h>, <torch/version.h>, or an ATen header) or "" (none). A "..." include is looked for as the compiler's include path
+# finds it: beside the file, in the lab's folder (a solution's, whose stubs' folder is the include path, or
+# the folder of the CMakeLists.txt adding the target) and from the repository's root. Remembered per file.
 function(speedlabs_includes_torch file out)
   get_property(known GLOBAL PROPERTY "speedlabs_torch:${file}" SET)
   if(NOT known)
-    set_property(GLOBAL PROPERTY "speedlabs_torch:${file}" OFF)  # an include cycle ends here
-    set(found OFF)
+    set_property(GLOBAL PROPERTY "speedlabs_torch:${file}" "")  # an include cycle ends here
+    set(found "")
     file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include")
     get_filename_component(folder "${file}" DIRECTORY)
     string(REPLACE "${PROJECT_SOURCE_DIR}/solutions/" "${PROJECT_SOURCE_DIR}/labs/" stubs_folder "${folder}")
     foreach(line IN LISTS includes)
-      if(line MATCHES "<torch/[a-z_]+\\.h>")
-        set(found ON)
+      if(line MATCHES "<torch/(types|utils|cuda|mps|version)\\.h>" OR line MATCHES "<ATen/")
+        if(NOT found)
+          set(found "tensor")
+        endif()
+      elseif(line MATCHES "<torch/")
+        set(found "torch")
       elseif(line MATCHES "\"([^\"]+)\"")
         set(name "${CMAKE_MATCH_1}")
         foreach(candidate "${folder}/${name}" "${stubs_folder}/${name}" "${CMAKE_CURRENT_SOURCE_DIR}/${name}"
                           "${PROJECT_SOURCE_DIR}/${name}")
           if(EXISTS "${candidate}" AND NOT IS_DIRECTORY "${candidate}")
             speedlabs_includes_torch("${candidate}" nested)
-            if(nested)
-              set(found ON)
+            if(nested STREQUAL "torch" OR (nested STREQUAL "tensor" AND NOT found))
+              set(found "${nested}")
             endif()
             break()
           endif()
         endforeach()
       endif()
-      if(found)
+      if(found STREQUAL "torch")
         break()
       endif()
     endforeach()
-    set_property(GLOBAL PROPERTY "speedlabs_torch:${file}" ${found})
+    set_property(GLOBAL PROPERTY "speedlabs_torch:${file}" "${found}")
   endif()
   get_property(value GLOBAL PROPERTY "speedlabs_torch:${file}")
-  set(${out} ${value} PARENT_SCOPE)
+  set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
 function(speedlabs_use_pch target)
-  if(target STREQUAL "speedlabs_common")
+  if(target STREQUAL "speedlabs_common" OR target STREQUAL "speedlabs_common_nn")
     return()
   endif()
   get_target_property(sources ${target} SOURCES)
   get_target_property(folder ${target} SOURCE_DIR)
+  set(needs "")
   foreach(source IN LISTS sources)
     get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${folder}")
     if(EXISTS "${path}")
-      speedlabs_includes_torch("${path}" uses_torch)
-      if(uses_torch)
-        target_precompile_headers(${target} REUSE_FROM speedlabs_common)
-        return()
+      speedlabs_includes_torch("${path}" uses)
+      if(uses STREQUAL "torch" OR (uses STREQUAL "tensor" AND NOT needs))
+        set(needs "${uses}")
       endif()
     endif()
   endforeach()
+  if(needs STREQUAL "torch")
+    target_precompile_headers(${target} REUSE_FROM speedlabs_common_nn)
+  elseif(needs STREQUAL "tensor")
+    target_precompile_headers(${target} REUSE_FROM speedlabs_common)
+  endif()
 endfunction()
 
 # main() of every test executable (tests/support/test_main.cpp): GoogleTest's, plus what grading reads (each
@@ -184,7 +198,7 @@ endfunction()
 # libtorch's own OpenMP threads: it is a header template, and in code compiled without OpenMP it runs its loop in
 # one thread. Plain threads of our own would not do either: libtorch's OpenMP team keeps spinning for a while
 # after each of its ops, and threads started right after share the cores with it. The sources leave the shared
-# precompiled header and the unity build, whose flags they no longer share; TARGET links the OpenMP runtime
+# precompiled headers and the unity build, whose flags they no longer share; TARGET links the OpenMP runtime
 # only, so its other sources keep the header.
 function(speedlabs_use_openmp target)
   cmake_parse_arguments(O "" "" "SOURCES" ${ARGN})

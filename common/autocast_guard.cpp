@@ -1,7 +1,7 @@
 #include "common/autocast_guard.h"
 
 #include <ATen/autocast_mode.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "common/errors.h"
 

@@ -12,6 +12,7 @@
 #endif
 
 #include "common/format.h"
+#include "common/gpt.h"
 
 namespace speedlabs {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 #include "common/precision.h"
 
 namespace speedlabs {

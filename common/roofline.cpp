@@ -9,6 +9,7 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/gpt.h"
 #include "common/precision.h"
 #include "common/table.h"
 

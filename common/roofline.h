@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 #include "common/observations.h"
 #include "common/peaks.h"
 #include "common/timer.h"

@@ -1,7 +1,7 @@
 /// @file data_loader.h
 /// @brief The chapter's DataLoaderLite: consecutive (x, y) batches of token ids, y shifted by one.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

@@ -6,7 +6,7 @@
 /// this interface, so the graded tests can watch them work against a recording communicator in one process,
 /// and the labs run them on MPI (NCCL between GPUs).
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 
 namespace speedlabs::workers {
 

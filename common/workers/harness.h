@@ -7,7 +7,7 @@
 /// lab's job, the device, the world size the launcher started, the faults and where rank 0 writes. The lab's
 /// program hands it to run_mpi_worker() with the lab's job function, which sees only its own job and an Engine.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>

@@ -2,7 +2,7 @@
 /// @brief The workers' engine: the Communicator on MPI (Open MPI from the system's packages).
 #pragma once
 #include <mpi.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <utility>

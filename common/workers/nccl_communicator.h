@@ -5,7 +5,7 @@
 /// then SPEEDLABS_NCCL is defined. MPI stays the control plane (the start, the losses, the weight
 /// checksums, the faults); NCCL moves the gradients, GPU to GPU, as PyTorch's DDP does with c10d.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 

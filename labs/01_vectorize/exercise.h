@@ -3,7 +3,7 @@
 ///
 /// Stubs live in labs/01_vectorize/exercise.cpp, the reference in solutions/01_vectorize/exercise.cpp.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <Eigen/Core>
 
 #include <cstdint>

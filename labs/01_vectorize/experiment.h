@@ -2,7 +2,7 @@
 /// @brief Lab 01: the same sum of squares five ways, checked equal, then timed; and the same float sum
 /// compiled for each instruction set this CPU has.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "experiment.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <Eigen/Core>
 
 #include <cmath>

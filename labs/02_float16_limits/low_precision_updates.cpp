@@ -1,6 +1,6 @@
 #include "low_precision_updates.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
 #include "bf16_weights.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <cstring>

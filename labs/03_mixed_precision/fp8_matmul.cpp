@@ -1,6 +1,7 @@
 #include "fp8_matmul.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <iostream>
 #include <string>

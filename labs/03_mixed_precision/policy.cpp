@@ -1,7 +1,8 @@
 #include "policy.h"
 
 #include <c10/util/Exception.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <iostream>

@@ -1,7 +1,7 @@
 /// @file labs/03_mixed_precision/probes.h
 /// @brief Lab 03: one probe per op of chapter 9 section 5, the call that runs it on made-up inputs.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <string>

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 #include "common/observations.h"
 #include "experiment.h"
 

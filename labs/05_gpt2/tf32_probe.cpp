@@ -1,6 +1,6 @@
 #include "tf32_probe.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 /// with the Python reference model run eagerly and with torch.compile.
 #pragma once
 #include <c10/core/Device.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 /// every rung shares, and one rung's timed steps (eager rungs here, the CUDA-graph rung in cuda_graph_rung.cpp).
 #pragma once
 #include <c10/core/Device.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <map>

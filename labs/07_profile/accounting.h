@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "common/gpt.h"
 #include "common/observations.h"
 #include "common/peaks.h"
 #include "common/roofline.h"

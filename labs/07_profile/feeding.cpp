@@ -10,6 +10,7 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/gpt.h"
 #include "common/process.h"
 #include "common/timer.h"
 #include "exercise.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 #include "common/observations.h"
 #include "datasets/data_loader.h"
 #include "datasets/gpt2_tokenizer.h"

@@ -1,6 +1,6 @@
 #include "op_cost.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>

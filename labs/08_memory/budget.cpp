@@ -1,6 +1,6 @@
 // Lab 08, part 3: the largest batch that fits a memory budget, predicted and run; and the checks of the
 // budget and the batch that run before anything else.
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <iostream>

@@ -1,6 +1,6 @@
 // Lab 08, part 2: activation checkpointing; the activations it saves, the time it costs, and the same
 // loss and gradients.
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Lab 08, part 1: the step, phase by phase; the bytes of each phase against its formula, in float32 and
 // under bf16 autocast.
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -3,7 +3,7 @@
 ///
 /// Stubs live in labs/09_flash_attention/exercise.cpp, the reference in solutions/09_flash_attention/exercise.cpp.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 

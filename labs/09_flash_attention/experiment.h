@@ -3,7 +3,7 @@
 /// in time and peak memory, and the tiled forward as a CUDA kernel beside SDPA's GPU backends.
 #pragma once
 #include <c10/core/Device.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 /// @file labs/10_data_parallel/buckets.h
 /// @brief Which gradients share a bucket, and the hooks that hand each gradient to the exercise.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

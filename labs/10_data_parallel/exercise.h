@@ -8,7 +8,7 @@
 ///
 /// Stubs live in labs/10_data_parallel/exercise.cpp, the reference in solutions/10_data_parallel/exercise.cpp.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -9,7 +9,7 @@
 ///
 /// Stubs live in labs/11_sharding/exercise.cpp, the reference in solutions/11_sharding/exercise.cpp.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

@@ -5,7 +5,7 @@
 /// The launcher (experiment.h) starts the workers with launch_mpi_job (common/workers/launcher.h) and passes
 /// them a Job as JSON; rank 0's measurements go back to the launcher, which judges them.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "chunked_head.h"
 
+#include <torch/torch.h>
+
 #include <algorithm>
 
 #include "common/errors.h"

@@ -2,7 +2,7 @@
 /// @brief The LM head and its cross-entropy, chunked: a torch::autograd::Function whose forward and backward
 /// walk the tokens a chunk at a time (lab 12's exercise does one chunk), so no B*T x V tensor ever exists.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 

@@ -6,7 +6,7 @@
 /// chunked_head.h wraps the two in a torch::autograd::Function that walks the tokens chunk by chunk.
 /// Check your work with `./lab check 12`.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace lab12 {
 

@@ -4,7 +4,7 @@
 /// on lab 07's roofline of this machine.
 #pragma once
 #include <c10/core/Device.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <functional>

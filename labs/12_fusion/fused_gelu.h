@@ -2,7 +2,7 @@
 /// @brief A memory-bound op fused by hand: bias + GELU (tanh), the MLP's c_fc output, in one pass over memory,
 /// beside libtorch's two passes (an add, then a GELU).
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace lab12 {
 

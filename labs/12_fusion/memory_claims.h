@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 #include "common/observations.h"
 #include "experiment.h"
 

@@ -2,7 +2,7 @@
 /// @brief The speedrun's fixed baseline: plain float32 AdamW at a constant learning rate, attention written out.
 /// It is the lab's, not the student's: every score is a time measured against it in the same run.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 

@@ -6,7 +6,8 @@
 /// baseline, so a fresh clone runs and scores about 1. Make it faster with what labs 03 to 12 taught. Check
 /// your work with `./lab check 13`; race it with `./lab speedrun`.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cstdint>
 #include <memory>

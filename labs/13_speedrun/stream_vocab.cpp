@@ -1,5 +1,7 @@
 #include "stream_vocab.h"
 
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -9,7 +9,7 @@
 /// rows a position, AdamW updates S + 1 rows a step, and weights() hands the evaluator the full embedding with
 /// u copied into each unseen token's row: the evaluator's float32 loss is the loss the trainer descended.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

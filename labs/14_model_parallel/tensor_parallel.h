@@ -3,7 +3,7 @@
 /// attention split by heads (c_attn by columns, c_proj by rows), the MLP's c_fc by columns and c_proj by rows;
 /// LayerNorms, embeddings and the row-parallel biases are whole on every worker.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

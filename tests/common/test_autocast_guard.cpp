@@ -1,7 +1,8 @@
 // AutocastGuard: on, off, nested, restored on exceptions, cache cleared at the outermost exit.
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <stdexcept>
 

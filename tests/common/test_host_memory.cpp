@@ -1,6 +1,6 @@
 // common/host_memory: CPU tensor bytes counted exactly, and glibc keeping freed host memory for reuse.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <sys/resource.h>
 

@@ -1,7 +1,7 @@
 // common/memory: the process's resident peak on the CPU, no device statistics where there are none, and the
 // meter of the bytes tensors hold.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstring>
 #include <vector>

@@ -2,7 +2,7 @@
 // rounding to nearest, stochastic rounding and Kahan compensation, through the functions the program runs.
 #include <gtest/gtest.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <limits>

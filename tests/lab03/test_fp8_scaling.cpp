@@ -1,7 +1,7 @@
 // Lab 03 below 16 bits: per-tensor fp8 scaling, on tensors whose fp8 values are known exactly, and over the
 // lab's training run.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 

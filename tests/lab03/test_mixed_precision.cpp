@@ -1,6 +1,6 @@
 // Lab 03: the lab's observations and the scaler's given parts (the exercise is graded in graded.cpp).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 

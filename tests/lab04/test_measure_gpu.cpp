@@ -2,7 +2,8 @@
 // GPU observations. Every test skips where there is no GPU (or no CUDA compiler for the kernel).
 #include <gtest/gtest.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "common/device.h"
 #include "common/timer.h"

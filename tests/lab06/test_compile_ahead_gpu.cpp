@@ -2,7 +2,8 @@
 // (replays read the device learning rate), and the whole ladder up to the CUDA-graph rung on the tiny
 // model. Every test skips where there is no CUDA GPU.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <string>
 #include <vector>

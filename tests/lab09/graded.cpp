@@ -2,7 +2,8 @@
 // The references are libtorch's own: torch::softmax and at::scaled_dot_product_attention, both in float64, so
 // their rounding is negligible next to the float32 answer's.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <limits>

@@ -1,7 +1,7 @@
 // Lab 09 on a GPU: the GPU observations of a --quick run (the kernel itself is graded in graded.cpp).
 // The test skips, saying why, where there is no GPU or the kernel was not compiled (no nvcc).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "common/device.h"
 #include "common/observations.h"

@@ -1,7 +1,8 @@
 // Lab 12: the chunked head and the fused op on their own, and every observation of a small run through the same
 // experiment the program runs (on the CPU, in seconds).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <string>
 #include <tuple>

@@ -1,7 +1,7 @@
 // Lab 13 graded tests: the student's trainer keeps the speedrun's contract, reaches a target, and its speed
 // against the lab's baseline in the same run earns the speed points. ./lab check 13 runs them.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <set>

@@ -1,7 +1,8 @@
 // Lab 13's tests: the split, the limits, the evaluator, the race's rules (a trainer with non-finite weights or
 // one that never reaches the target scores 0, with the reason), the observations and the record.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <filesystem>

@@ -12,7 +12,7 @@
 /// fresh seed every grade means no remembered answer fits.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <string>

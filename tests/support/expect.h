@@ -6,7 +6,7 @@
 /// first element that differs. Use them as `EXPECT_TRUE(tensors_close(...))` or `ASSERT_TRUE(...)`.
 #pragma once
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <cstdint>

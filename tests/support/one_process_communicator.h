@@ -3,7 +3,7 @@
 /// size as given, and every collective refused. A fake overrides the collectives its exercise makes; a call
 /// to any other fails with a message naming it, since the exercise had no reason to make it.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 #include <utility>

@@ -3,7 +3,7 @@
 /// one is waited for, adds what the other workers would have sent.
 #pragma once
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 #include <vector>

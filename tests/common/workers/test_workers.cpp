@@ -2,7 +2,7 @@
 // the faults a test plants, the checks made before any worker starts, the worker role of a lab's program, the
 // weights' fingerprint and the job's JSON.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
