@@ -93,7 +93,7 @@ def main(argv):
         return 0
     source = ("from this build folder's last build" if known == steps else
               f"{known} of them from this folder's last build, the rest at about {FIRST_COMPILE_S:.0f} s a compile"
-              if known else f"a first build: about {FIRST_COMPILE_S:.0f} s a compile per core, less with a warm ccache")
+              if known else f"none built here before: about {FIRST_COMPILE_S:.0f} s a compile per core, less with a warm ccache")
     minutes = seconds / 60
     took = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {max(seconds, 1):.0f} s"
     print(f"building {what}: {steps} step(s), {took} on this machine ({source})")
