@@ -46,9 +46,10 @@ cmake_host_system_information(RESULT SPEEDLABS_LOGICAL_CORES QUERY NUMBER_OF_LOG
 
 # Sets @p out to how much of libtorch @p file includes, itself or through the project headers it includes:
 # "torch" (<torch/torch.h> or any other libtorch header: <torch/nn.h>, ...), "tensor" (<torch/types.h>,
-# <torch/utils.h>, the small <torch/cuda.h>, <torch/mps.h>, <torch/version.h>, or an ATen header) or "" (none). A "..." include is looked for as the compiler's include path
-# finds it: beside the file, in the lab's folder (a solution's, whose stubs' folder is the include path, or
-# the folder of the CMakeLists.txt adding the target) and from the repository's root. Remembered per file.
+# <torch/utils.h>, the small <torch/cuda.h>, <torch/mps.h>, <torch/version.h>, or an ATen header) or ""
+# (none). A "..." include is looked for as the compiler's include path finds it: beside the file, in the lab's
+# folder (a solution's, whose stubs' folder is the include path, or the folder of the CMakeLists.txt adding the
+# target) and from the repository's root. Remembered per file.
 function(speedlabs_includes_torch file out)
   get_property(known GLOBAL PROPERTY "speedlabs_torch:${file}" SET)
   if(NOT known)
