@@ -2,6 +2,7 @@
 // same experiment the program runs), the faults (a killed worker, a mismatch at start), the bucket layout
 // and the checks made before any worker starts.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/types.h>
 
 #include <chrono>

@@ -1,6 +1,7 @@
 // Lab 10 on GPUs: two workers, each on its own GPU, the gradients over NCCL. Skipped without the NCCL path
 // (a CPU libtorch) or without two GPUs: NCCL puts one worker on one GPU.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/types.h>
 
 #include "common/build_paths.h"

@@ -1,6 +1,7 @@
 // Lab 11: the observations of a quick run with 2 MPI workers on the loopback interface (through the same
 // experiment the program runs), a killed worker, the flat units and the checks made before any worker starts.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
