@@ -44,6 +44,20 @@ set(CMAKE_CXX_COMPILE_OPTIONS_PIE "${CMAKE_CXX_COMPILE_OPTIONS_PIC}")
 # The configuring machine's logical cores, read once: each lab's smoke run takes them all (PROCESSORS below).
 cmake_host_system_information(RESULT SPEEDLABS_LOGICAL_CORES QUERY NUMBER_OF_LOGICAL_CORES)
 
+# At most one compile or link per logical core, and per 2 GiB of memory (a libtorch unit peaks near 1.8 GB).
+# Ninja's default, cores + 2, left three or four libtorch units sharing two cores: the same six units took
+# 59 s at two jobs and 64-68 s at four (quiet 2-core VM), the units' memory fighting for the caches.
+cmake_host_system_information(RESULT speedlabs_memory_mib QUERY TOTAL_PHYSICAL_MEMORY)
+math(EXPR speedlabs_build_jobs "${speedlabs_memory_mib} / 2048")
+if(speedlabs_build_jobs GREATER SPEEDLABS_LOGICAL_CORES)
+  set(speedlabs_build_jobs ${SPEEDLABS_LOGICAL_CORES})
+elseif(speedlabs_build_jobs LESS 1)
+  set(speedlabs_build_jobs 1)
+endif()
+set_property(GLOBAL APPEND PROPERTY JOB_POOLS "speedlabs_build=${speedlabs_build_jobs}")
+set(CMAKE_JOB_POOL_COMPILE speedlabs_build)
+set(CMAKE_JOB_POOL_LINK speedlabs_build)
+
 # Sets @p out to how much of libtorch @p file includes, itself or through the project headers it includes:
 # "torch" (<torch/torch.h> or any other libtorch header: <torch/nn.h>, ...), "tensor" (<torch/types.h>,
 # <torch/utils.h>, the small <torch/cuda.h>, <torch/mps.h>, <torch/version.h>, or an ATen header) or ""

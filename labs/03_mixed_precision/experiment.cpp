@@ -15,6 +15,7 @@
 #include "exercise.h"
 #include "fp8_matmul.h"
 #include "fp8_scaling.h"
+#include "model.h"
 
 namespace lab03 {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
-#include <torch/nn/modules/container/sequential.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <string>
@@ -58,11 +58,6 @@ struct Data {
 /// @param config  batch, seed and device
 /// @return        the data
 Data make_data(const Config& config);
-
-/// The lab's MLP (16 -> hidden -> hidden -> 1, tanh), with the same initial weights for every run of one seed.
-/// @param config  hidden, seed and device
-/// @return        the model, on the config's device
-torch::nn::Sequential make_model(const Config& config);
 
 /// Throws UsageError when autocast on @p device cannot compute in @p dtype (measured, not assumed).
 /// @param device  the device

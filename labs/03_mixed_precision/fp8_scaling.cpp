@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "common/table.h"
+#include "model.h"
 
 namespace lab03 {
 

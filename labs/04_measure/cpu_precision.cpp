@@ -1,5 +1,7 @@
 #include "cpu_precision.h"
 
+#include <torch/torch.h>
+
 #include <ATen/Parallel.h>
 
 #include <iostream>
@@ -9,6 +11,7 @@
 #include "common/contention.h"
 #include "common/format.h"
 #include "exercise.h"
+#include "model.h"
 
 namespace lab04 {
 

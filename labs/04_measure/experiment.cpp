@@ -1,5 +1,7 @@
 #include "experiment.h"
 
+#include <torch/torch.h>
+
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -12,6 +14,7 @@
 #include "gpu.h"
 #include "interleaving.h"
 #include "measurement.h"
+#include "model.h"
 
 namespace lab04 {
 

@@ -2,7 +2,7 @@
 /// @brief Lab 04: measure before you believe. fp32 vs bf16 on the CPU and the GPU, the synchronize
 /// trap, warm-up, peak memory, and a CUDA kernel of the project's own (one thread vs a reduction).
 #pragma once
-#include <torch/torch.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <string>
@@ -12,9 +12,6 @@
 #include "common/timer.h"
 
 namespace lab04 {
-
-/// The lesson's model: Linear(512, 2048), GELU, Linear(2048, 512), initialised from @p seed.
-torch::nn::Sequential make_model(uint64_t seed);
 
 /// What the CPU offers for bfloat16 arithmetic, from the kernel's CPU flags.
 struct CpuFeatures {

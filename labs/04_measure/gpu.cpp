@@ -1,5 +1,7 @@
 #include "gpu.h"
 
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "common/contention.h"
 #include "common/device.h"
 #include "exercise.h"
+#include "model.h"
 #ifdef SPEEDLABS_LAB04_CUDA_KERNEL
 #include "common/cuda/kernels.h"
 #include "reduction.h"

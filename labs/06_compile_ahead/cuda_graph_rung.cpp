@@ -1,6 +1,6 @@
 // The cuda_graph rung, in the order of NVIDIA's simpleCudaGraphs sample: warm up eagerly, capture one
 // step, then replay it. Its own file because only a CUDA libtorch has these APIs.
-#include "rungs.h"
+#include "rung_runner.h"
 
 #include "common/device.h"
 #include "common/memory.h"

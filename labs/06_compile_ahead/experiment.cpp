@@ -19,7 +19,7 @@
 #include "datasets/token_cache.h"
 #include "ladder_report.h"
 #include "python_peers.h"
-#include "rungs.h"
+#include "rung_runner.h"
 
 namespace lab06 {
 

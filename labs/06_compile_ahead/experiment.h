@@ -17,8 +17,6 @@
 #include "common/errors.h"
 #include "common/observations.h"
 #include "common/timer.h"
-#include "exercise.h"
-#include "optimizers.h"
 #include "rungs.h"
 
 namespace lab06 {

@@ -16,6 +16,7 @@
 #include "common/format.h"
 #include "common/process.h"
 #include "common/timer.h"
+#include "exercise.h"
 
 namespace lab06 {
 

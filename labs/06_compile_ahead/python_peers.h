@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "experiment.h"
-#include "rungs.h"
+#include "rung_runner.h"
 
 namespace lab06 {
 

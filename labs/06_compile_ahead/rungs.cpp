@@ -1,4 +1,4 @@
-#include "rungs.h"
+#include "rung_runner.h"
 
 #include <cmath>
 

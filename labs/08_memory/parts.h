@@ -51,6 +51,11 @@ void memory_train_step(speedlabs::gpt::GPT& model, torch::optim::Optimizer& opti
 speedlabs::Interleaved time_steps(const std::string& model, const StepSetup& a, const StepSetup& b,
                                   const c10::Device& device, int warmup, int repeats);
 
+/// One line of one run's phases in MiB: weights, after forward, backward peak, after backward, after AdamW.
+/// @param title the run's name
+/// @param p     its phases
+void print_phases(const std::string& title, const PhaseBytes& p);
+
 /// (name, phases) of each run the phase plot draws, in the order measured.
 using PlottedRuns = std::vector<std::pair<std::string, PhaseBytes>>;
 

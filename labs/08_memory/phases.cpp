@@ -143,8 +143,6 @@ std::string write_phase_plot(const std::string& dir, const std::vector<std::pair
                      : "plot: " + svg;
 }
 
-namespace {
-
 void print_phases(const std::string& title, const PhaseBytes& p) {
   std::cout << "  " << std::left << std::setw(34) << title << std::right << " weights " << std::setw(9) << std::fixed
             << std::setprecision(2) << mib(p.weights) << "  after fwd " << std::setw(9) << mib(p.after_forward)
@@ -153,6 +151,8 @@ void print_phases(const std::string& title, const PhaseBytes& p) {
   if (p.reserved) std::cout << "  (reserved " << mib(*p.reserved) << ")";
   std::cout << "\n";
 }
+
+namespace {
 
 // Measured against a formula that should be exact: on a GPU the caching allocator rounds every tensor
 // up to 512 bytes, so there the measured bytes may exceed the formula by that much per tensor.

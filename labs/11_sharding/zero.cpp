@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/gpt.h"
 #include "common/host_memory.h"
 #include "common/workers/harness.h"
 #include "datasets/data_files.h"

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/errors.h"
+#include "common/gpt.h"
 
 namespace lab13 {
 

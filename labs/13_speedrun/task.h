@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
+#include "common/tensor_file.h"
 
 namespace lab13 {
 

@@ -6,6 +6,7 @@
 #include "common/host_memory.h"
 #include "common/workers/harness.h"
 #include "datasets/data_loader.h"
+#include "optimizer.h"
 
 namespace lab14 {
 

@@ -9,6 +9,7 @@
 #include "common/workers/harness.h"
 #include "datasets/data_files.h"
 #include "datasets/data_loader.h"
+#include "optimizer.h"
 #include "pipeline.h"
 #include "tensor_parallel.h"
 

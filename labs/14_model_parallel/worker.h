@@ -3,14 +3,13 @@
 /// splitting each block's matrices (tensor parallel, tensor_parallel.h) or the run of blocks (pipeline,
 /// pipeline.h), on the workers' engine (common/workers). The launcher (experiment.h) reads rank 0's result.
 #pragma once
-#include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "common/gpt.h"
+#include "common/gpt_config.h"
 
 namespace lab14 {
 
@@ -42,11 +41,6 @@ speedlabs::gpt::GPTConfig model_config(const Job& job);
 /// Tiny shakespeare's bytes as token ids.
 /// @param data_dir where the data are
 std::vector<int32_t> shakespeare_bytes(const std::string& data_dir);
-
-/// The optimizer every job uses, on @p params: AdamW as common/gpt's make_adamw sets it.
-/// @param params the parameters this worker updates
-/// @param lr     the learning rate
-torch::optim::AdamW make_optimizer(const std::vector<torch::Tensor>& params, double lr);
 
 /// A worker's main(): the workers' harness (run_mpi_worker) around the job; rank 0's result is written for the
 /// launcher.

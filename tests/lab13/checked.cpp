@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/gpt.h"
 #include "labs/13_speedrun/exercise.h"
 #include "labs/13_speedrun/experiment.h"
 #include "labs/13_speedrun/task.h"

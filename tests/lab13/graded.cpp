@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/gpt.h"
 #include "labs/13_speedrun/exercise.h"
 #include "labs/13_speedrun/experiment.h"
 #include "labs/13_speedrun/outputs.h"

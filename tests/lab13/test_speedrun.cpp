@@ -12,6 +12,7 @@
 #include "baseline.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/gpt.h"
 #include "experiment.h"
 #include "outputs.h"
 #include "task.h"
