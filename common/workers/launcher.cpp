@@ -2,6 +2,7 @@
 
 #include <torch/cuda.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,7 +22,42 @@ namespace speedlabs::workers {
 
 namespace {
 
-// A job's own folder in the temporary directory (rank 0's result, the heartbeats), removed with its files.
+// Every process but this one whose environment holds @p entry. A zombie's environment reads empty: it is not
+// counted (nothing of it runs).
+std::vector<pid_t> processes_with(const std::string& entry) {
+  std::vector<pid_t> found;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc", error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
+    if (pid == getpid()) continue;
+    std::ifstream in(it->path() / "environ", std::ios::binary);
+    for (std::string variable; std::getline(in, variable, '\0');) {
+      if (variable == entry) {
+        found.push_back(pid);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// Open MPI starts the workers in process groups of their own, which the end of mpirun's group does not reach:
+// after a stopped job they ran on for a second or two. Every process of the job (its environment names the
+// job's heartbeat folder, so no other process can match) is killed and waited for, at most 2 s.
+void end_job_processes(const std::filesystem::path& folder) {
+  const std::string entry = std::string(kHeartbeatEnv) + "=" + folder.string();
+  for (int look = 0; look < 200; ++look) {
+    const auto left = processes_with(entry);
+    if (left.empty()) return;
+    for (const pid_t pid : left) ::kill(pid, SIGKILL);
+    usleep(10'000);
+  }
+}
+
+// A job's own folder in the temporary directory (rank 0's result, the heartbeats), removed with its files
+// once every process of the job has ended.
 struct JobFolder {
   std::filesystem::path path;
   JobFolder() {
@@ -32,6 +68,7 @@ struct JobFolder {
     path = pattern;
   }
   ~JobFolder() {
+    end_job_processes(path);
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);
   }
