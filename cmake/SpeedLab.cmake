@@ -342,16 +342,20 @@ function(speedlabs_add_lab)
           add_test(NAME ${label}.checked_outside
             COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest $<TARGET_FILE:checked_${label}>)
           set_tests_properties(${label}.checked_outside PROPERTIES LABELS ${label} TIMEOUT 300)
-          # Its speed exercises timed outside (scripts/driver/outside_timing.py), where checked.cpp times any: alone
-          # on the machine, as a lab program runs, since it times.
+          # Its speed exercises timed outside (scripts/driver/outside_timing.py) or raced to a target outside
+          # (scripts/driver/outside_race.py), where checked.cpp has any: alone on the machine, as a lab program
+          # runs, since they time.
           file(READ "${PROJECT_SOURCE_DIR}/tests/${label}/checked.cpp" checked_source)
-          if(checked_source MATCHES "std::vector<Timed> timed\\(\\)")
-            add_test(NAME ${label}.timed_outside
-              COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest-timed
-                      $<TARGET_FILE:checked_${label}>)
-            set_tests_properties(${label}.timed_outside PROPERTIES LABELS ${label} TIMEOUT 600
-                                 PROCESSORS ${SPEEDLABS_LOGICAL_CORES})
-          endif()
+          foreach(speed IN ITEMS Timed Raced)
+            string(TOLOWER "${speed}" kind)
+            if(checked_source MATCHES "std::vector<${speed}> ${kind}\\(\\)")
+              add_test(NAME ${label}.${kind}_outside
+                COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest-${kind}
+                        $<TARGET_FILE:checked_${label}>)
+              set_tests_properties(${label}.${kind}_outside PROPERTIES LABELS ${label} TIMEOUT 600
+                                   PROCESSORS ${SPEEDLABS_LOGICAL_CORES})
+            endif()
+          endforeach()
         endif()
       endif()
     endif()

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "common/format.h"
+#include "common/process.h"
 
 namespace speedlabs {
 
@@ -41,8 +41,8 @@ struct ProcStat {
 };
 
 // A process's parent and CPU from /proc/PID/stat, or nothing when it is gone or unreadable.
-std::optional<ProcStat> proc_stat(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
+std::optional<ProcStat> proc_stat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(in, line)) return std::nullopt;
   const size_t name_end = line.rfind(')');  // the command's name may hold spaces and parentheses
@@ -64,12 +64,8 @@ std::optional<ProcStat> proc_stat(const std::string& pid) {
 // window was counted at its start). A process that left the tree (double-forked away) is another program.
 double descendants_cpu_s() {
   std::map<pid_t, std::vector<std::pair<pid_t, double>>> children;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (const auto stat = proc_stat(name)) children[stat->ppid].push_back({std::stoi(name), stat->cpu_s});
-  }
+  for (const pid_t pid : all_processes())
+    if (const auto stat = proc_stat(pid)) children[stat->ppid].push_back({pid, stat->cpu_s});
   double total = 0;
   std::vector<pid_t> below = {getpid()};
   std::set<pid_t> seen = {getpid()};

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 
@@ -268,5 +269,16 @@ void stop_if_asked(const std::string& where) {
 }
 
 int stop_signal() { return g_stop_signal; }
+
+std::vector<pid_t> all_processes() {
+  std::vector<pid_t> pids;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc", error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos)
+      pids.push_back(static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
+  }
+  return pids;
+}
 
 }  // namespace speedlabs

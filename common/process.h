@@ -7,6 +7,8 @@
 /// run_process, and the child gets SIGKILL when the lab dies (even by SIGKILL), so no child outlives
 /// the lab that started it.
 #pragma once
+#include <sys/types.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +48,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 /// @param program  e.g. "/usr/bin/python3" or "python3"
 /// @param flag     the flag that gave it, e.g. "--python"
 void require_program(const std::string& program, const std::string& flag);
+
+/// Every process /proc shows (this one included), as it stands now: what a search for processes by their
+/// /proc/PID files (stat, environ, cmdline) walks. A process may end before its files are read.
+std::vector<pid_t> all_processes();
 
 /// Makes SIGINT and SIGTERM end the process at once with kExitInterrupted (130), unless install_stop_handlers()
 /// already made them a request to stop: run_lab calls it, so every lab's interrupted run exits 130.

@@ -26,13 +26,9 @@ namespace {
 // counted (nothing of it runs).
 std::vector<pid_t> processes_with(const std::string& entry) {
   std::vector<pid_t> found;
-  std::error_code error;
-  for (std::filesystem::directory_iterator it("/proc", error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const auto pid = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
+  for (const pid_t pid : all_processes()) {
     if (pid == getpid()) continue;
-    std::ifstream in(it->path() / "environ", std::ios::binary);
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
     for (std::string variable; std::getline(in, variable, '\0');) {
       if (variable == entry) {
         found.push_back(pid);

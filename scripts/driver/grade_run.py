@@ -17,7 +17,8 @@ grader writes, outside it:
 A test's output is kept up to 1 MiB (its first 768 KiB and its last 256 KiB).
 With SPEEDLABS_CHECK_REFERENCE (./lab grade: the reference build tree), each lab that has tests/labNN/checked.cpp
 then has its exercises checked outside the student's process (scripts/driver/outside_check.py), into
-RUN_DIR/checked/, and its speed exercises timed outside it (scripts/driver/outside_timing.py), into RUN_DIR/timed/.
+RUN_DIR/checked/, and its speed exercises timed (scripts/driver/outside_timing.py) or raced to a target
+(scripts/driver/outside_race.py) outside it, into RUN_DIR/timed/.
 Standard library only.
 """
 import os
@@ -34,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import outside_check  # noqa: E402
+import outside_race  # noqa: E402
 import outside_timing  # noqa: E402
 import sandbox  # noqa: E402
 from grade_results import read_points  # noqa: E402
@@ -180,6 +182,7 @@ def main(argv):
         student, ours = (tree / "labs" / folder / f"checked_lab{lab}" for tree in (build, Path(reference)))
         outside_check.check_lab(student, ours, lab, run_dir, exercise_budgets, hidden(run_dir, build))
         outside_timing.time_lab(student, ours, lab, run_dir, exercise_budgets, hidden(run_dir, build))
+        outside_race.race_lab(student, ours, lab, run_dir, exercise_budgets, hidden(run_dir, build))
     return 0
 
 

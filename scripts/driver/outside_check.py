@@ -5,6 +5,8 @@
                                       read back pass, one changed byte, a cut file and a bad seed do not
   outside_check.py selftest-timed PROGRAM
                                       the same for its timed speed exercises (outside_timing.py's selftest)
+  outside_check.py selftest-raced PROGRAM
+                                      its raced speed exercises: a race and the judge (outside_race.py's selftest)
 
 check_lab() (called by grade_run.py in ./lab grade): for each exercise the reference's checked_labNN lists, a
 seed drawn now; the student's checked_labNN writes that exercise's outputs on the seed's inputs into a pipe,
@@ -161,5 +163,8 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "selftest-timed":
         import outside_timing  # noqa: E402
         sys.exit(outside_timing.selftest(Path(sys.argv[2]).resolve()))
+    if len(sys.argv) == 3 and sys.argv[1] == "selftest-raced":
+        import outside_race  # noqa: E402
+        sys.exit(outside_race.selftest(Path(sys.argv[2]).resolve()))
     print(__doc__, file=sys.stderr)
     sys.exit(2)

@@ -17,10 +17,11 @@ two processes run (this CPU's busy time in /proc/stat less what their sandboxes 
 process of a sandbox, children included); the student's process runs alone in its sandbox and nothing of it is
 left to slow the others. The measurement decides when the load stayed under half a core and the fractions'
 spread (interquartile range over median) under 25%, the rules of the in-process speed tests, or when the whole
-interquartile range earns the same share (all of the points, or none); it is taken again twice before it is
-called undecided. The verdict goes to RUN_DIR/timed/LabNN_<name>: "score S <how>",
+interquartile range earns the same share (all of the points, or none) even widened by what the load could have
+done to one side alone (undecided_why); it is taken again twice before it is called undecided. The verdict goes to RUN_DIR/timed/LabNN_<name>: "score S <how>",
 "undecided <why>" or "failed <why>", written here, never by graded code. Standard library only.
 """
+import math
 import os
 import secrets
 import select
@@ -69,9 +70,9 @@ def cpu_busy(cpu):
     raise RuntimeError(f"no cpu{cpu} in /proc/stat")
 
 
-def tree_cpu(root):
-    """CPU seconds used so far by @p root and every process under it (their reaped children included), from
-    /proc/PID/stat; each is counted down to its clock tick, so this is at most what they used."""
+def tree(root):
+    """{pid: (state, CPU ticks)} of @p root and every process under it, from /proc/PID/stat: the state letter
+    (R, S, T for stopped, Z, ...) and the user and system ticks it and its reaped children have used."""
     stats = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -80,15 +81,21 @@ def tree_cpu(root):
             except OSError:
                 continue
             fields = text[text.rindex(")") + 2:].split()
-            stats[int(entry)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))  # ppid; utime..cstime
+            stats[int(entry)] = (int(fields[1]), fields[0], sum(int(f) for f in fields[11:15]))  # ppid; state; ticks
     under, found = {root}, True
     while found:
         found = False
-        for pid, (parent, _) in stats.items():
+        for pid, (parent, _, _) in stats.items():
             if parent in under and pid not in under:
                 under.add(pid)
                 found = True
-    return sum(stats[pid][1] for pid in under if pid in stats) / TICK
+    return {pid: stats[pid][1:] for pid in under if pid in stats}
+
+
+def tree_cpu(root):
+    """CPU seconds used so far by @p root and every process under it (their reaped children included); each is
+    counted down to its clock tick, so this is at most what they used."""
+    return sum(ticks for _, ticks in tree(root).values()) / TICK
 
 
 def read_until(fd, deadline, limit, done):
@@ -243,6 +250,22 @@ def measure(student, reference, name, budget, hidden, cpu):
     return fractions, loads, ""
 
 
+def undecided_why(q1, q3, spread, load, full, zero, samples):
+    """"" when a measurement decides, else why not. It decides on a quiet CPU (other programs under MAX_LOAD of it)
+    with a spread under MAX_SPREAD, or, however busy or scattered, when its whole interquartile range earns the same
+    share (all of the points or none) even had the other programs slowed one side alone: a side left 1 - load of
+    the CPU runs up to 1 / (1 - load) times slower, so the range is widened by that much first."""
+    if load <= MAX_LOAD and spread <= MAX_SPREAD:
+        return ""
+    slack = 1 / (1 - load) if load < 1 else math.inf
+    if q3 * slack <= zero or q1 / slack >= full:
+        return ""
+    if load > MAX_LOAD:
+        return (f"other programs used {load:.2f} of a core (at most {MAX_LOAD} decides, unless even a side slowed "
+                f"{slack:.1f} times by them alone would earn the same)")
+    return f"the {samples} scattered {spread:.0%} (interquartile range over median; at most {MAX_SPREAD:.0%} decides)"
+
+
 def quartiles(values):
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
     return q1, median, q3
@@ -259,31 +282,36 @@ def time_exercise(student, reference, name, full, zero, budget, hidden):
         q1, median, q3 = quartiles(fractions)
         load = statistics.median(loads)
         spread = (q3 - q1) / median if median > 0 and median != float("inf") else 0.0
-        # The scatter cannot change a score whose whole interquartile range earns the same (all of it, or none).
-        if load <= MAX_LOAD and (spread <= MAX_SPREAD or q3 <= zero or q1 >= full):
+        why = undecided_why(q1, q3, spread, load, full, zero, "rounds")
+        if not why:
             share = 0.0 if not median > zero else min(1.0, (median - zero) / (full - zero))
             return (f"score {share:.3f} ({median:.2f} of the best's speed, quartiles {q1:.2f}-{q3:.2f}, {ROUNDS} "
                     f"rounds, timed outside your process on one CPU; full points from {full:.2f}, none below {zero:.2f})")
-        why = (f"other programs used {load:.2f} of a core (at most {MAX_LOAD} decides)" if load > MAX_LOAD else
-               f"the rounds scattered {spread:.0%} (interquartile range over median; at most {MAX_SPREAD:.0%} decides)")
         print(f"  {name}: attempt {attempt} of {ATTEMPTS} could not decide: {why}", file=sys.stderr)
     return f"undecided {why}"
 
 
-def time_lab(student, reference, lab, run_dir, budgets, hidden):
-    """Times every timed exercise of lab @p lab outside: writes RUN_DIR/timed/LabNN_<name>; prints progress."""
+def write_verdicts(student, lab, run_dir, how, measures):
+    """For each (name, measure) of @p measures, RUN_DIR/timed/LabNN_<name>: measure()'s verdict line, or why there
+    is none; progress on stderr (@p how: "timed outside", "raced outside")."""
     folder = Path(run_dir) / "timed"
     folder.mkdir(parents=True, exist_ok=True)
-    for name, _, full, zero in listed(reference):
+    for name, measure in measures:
         started = time.monotonic()
         try:
-            verdict = (time_exercise(student, reference, name, full, zero, budgets.get(name, 600), hidden)
-                       if Path(student).exists() else "failed its checked program was not built")
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            verdict = measure() if Path(student).exists() else "failed its checked program was not built"
+        except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as error:
             verdict = f"error {error}"
         (folder / f"Lab{lab}_{name}").write_text(verdict + "\n")
-        print(f"  Lab{lab}_{name}, timed outside: {verdict.split(' (')[0]} ({time.monotonic() - started:.0f} s)",
-              file=sys.stderr)
+        print(f"  Lab{lab}_{name}, {how}: {verdict.split(' (')[0]} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+
+
+def time_lab(student, reference, lab, run_dir, budgets, hidden):
+    """Times every timed exercise of lab @p lab outside: writes RUN_DIR/timed/LabNN_<name>; prints progress."""
+    write_verdicts(student, lab, run_dir, "timed outside", [
+        (name, lambda name=name, full=full, zero=zero:
+         time_exercise(student, reference, name, full, zero, budgets.get(name, 600), hidden))
+        for name, _, full, zero in listed(reference)])
 
 
 def selftest(program):

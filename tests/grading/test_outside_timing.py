@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/driver/outside_timing.py's verdicts on synthetic timings (no lab built): a fraction scored by the
-thresholds, a busy machine or scattered rounds undecided, a wrong timed output, a process that used more than its
+thresholds, a busy machine or scattered rounds undecided unless even the most the load could do leaves the share
+the same, a wrong timed output, a process that used more than its
 CPU and a failed process scoring nothing. The processes themselves are timed by the CTests labNN.timed_outside.
 
   test_outside_timing.py ROOT
@@ -62,6 +63,22 @@ class Verdicts(unittest.TestCase):
         # 0.05-0.10 of the best's speed, scattered far past 25%, all of it below the 0.25 that earns anything.
         got = verdict(Timings(exercise=lambda n: 2.2 if n % 2 else 1.2, best=0.3))
         self.assertTrue(got.startswith("score 0.000"), got)
+
+    def test_far_inside_the_no_points_band_decides_on_a_busy_machine(self):
+        # 0.08 of the best's speed with other programs on 0.6 of the CPU: had they slowed only the exercise (by at
+        # most 1 / 0.4 = 2.5 times), it would still be at 0.20, below the 0.25 that earns anything.
+        got = verdict(Timings(exercise=1.45, best=0.3, load=0.6))
+        self.assertTrue(got.startswith("score 0.000 (0.08"), got)
+
+    def test_far_inside_the_full_points_band_decides_on_a_busy_machine(self):
+        # Twice the best's speed under the same load: at least 0.8 however the load fell, above the 0.5 for full points.
+        got = verdict(Timings(exercise=0.25, best=0.3, load=0.6))
+        self.assertTrue(got.startswith("score 1.000 (2.00"), got)
+
+    def test_near_a_threshold_a_busy_machine_stays_undecided(self):
+        # 0.125 of the best's speed under that load: 2.5 times that (0.31) would have earned points.
+        got = verdict(Timings(exercise=1.0, best=0.3, load=0.6))
+        self.assertTrue(got.startswith("undecided other programs used 0.60 of a core"), got)
 
     def test_a_wrong_timed_output_earns_nothing(self):
         got = verdict(Timings(exercise=0.21, best=0.3), wrong="output '0.sum' differs")

@@ -5,7 +5,8 @@
 // still queued as each call starts (0: the device was synchronized before the clock), whether each sample
 // covers its call's work (the device synchronized before the clock stopped), the statistics being those of
 // the samples, nothing left running, bad counts refused. Each is an exact integer: a correct measure() gives
-// the reference's outputs bit for bit.
+// the reference's outputs bit for bit. Where the grader has a CUDA GPU, the GPU exercise too: the parallel
+// reduction's sums of squares of vectors whose lengths and values the seed draws.
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -17,6 +18,10 @@
 #include "exercise.h"
 #include "tests/lab04/queued_device.h"
 #include "tests/support/checked.h"
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
+#include "common/cuda/kernels.h"
+#include "reduction.h"
+#endif
 
 namespace speedlabs::checked {
 
@@ -168,13 +173,38 @@ Outputs measure_pair_outputs(at::Generator& generator, int warmup) {
           {"bad_counts_refused", as_tensor(refused)}};
 }
 
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
+// The reduction's sum on lengths from one element to past the largest grid's threads (the grid-stride loop must go
+// round) and on values N(0, s^2) with s drawn from 1e-3..1e3, each launched once on GPU 0.
+Outputs reduction_outputs(at::Generator& generator) {
+  Outputs outputs;
+  for (const int64_t most : {int64_t{1024}, int64_t{1} << 21}) {
+    const int64_t n = draw_int(generator, 1, most);
+    const double scale = std::pow(10.0, static_cast<double>(draw_int(generator, -3, 3)));
+    const torch::Tensor x = torch::randn({n}, generator, torch::kFloat64) * scale;
+    const double sum =
+        speedlabs::cuda::sum_squares(x.data_ptr<double>(), n, lab04::launch_sum_squares_reduction, 0, 1).sum;
+    outputs.emplace_back("sum_of_up_to_" + std::to_string(most), torch::tensor(sum, torch::kFloat64));
+  }
+  return outputs;
+}
+#endif
+
 }  // namespace
 
-// Every output is an integer the contract fixes: bit-exact.
+// Every output of measure() and measure_pair() is an integer the contract fixes: bit-exact.
 std::vector<Exercise> exercises() {
-  return {
+  std::vector<Exercise> checked = {
       {"measure", [](at::Generator& g) { return with_and_without_warmup(g, measure_outputs); }, Tolerance{}},
       {"measure_pair", [](at::Generator& g) { return with_and_without_warmup(g, measure_pair_outputs); }, Tolerance{}}};
+#ifdef SPEEDLABS_LAB04_CUDA_KERNEL
+  // Listed only where a GPU is: elsewhere its graded tests are skipped and it is worth nothing. Positive terms
+  // summed in two orders (the reference's reduction and yours): within n * eps = 4.7e-10 relative for 2^21
+  // doubles; 1e-9 leaves a margin and still catches one lost element in a million.
+  if (speedlabs::cuda::find_gpus().count > 0)
+    checked.push_back({"launch_sum_squares_reduction", reduction_outputs, Tolerance{1e-9, 0}});
+#endif
+  return checked;
 }
 
 }  // namespace speedlabs::checked

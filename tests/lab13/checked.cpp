@@ -3,6 +3,8 @@
 // outside, the grader judges them (a trainer has many right answers, so no two trainers' weights are compared):
 // every weight of the GPT present, float32, of its shape and finite, and the held-out continuation of the stream,
 // which the trainer never receives, at a loss under a bound that any working trainer of the course gets under.
+// Its speed is raced outside (make_trainer_speed): the trainer against the lab's baseline to the quick target on
+// tiny shakespeare, its tokens relabeled by a permutation the seed draws, each side's weights judged outside.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -12,6 +14,10 @@
 #include <vector>
 
 #include "common/gpt.h"
+#include "common/host_memory.h"
+#include "datasets/data_files.h"
+#include "datasets/token_cache.h"
+#include "labs/13_speedrun/baseline.h"
 #include "labs/13_speedrun/exercise.h"
 #include "labs/13_speedrun/experiment.h"
 #include "labs/13_speedrun/task.h"
@@ -37,11 +43,26 @@ constexpr int64_t kTrainTokens = 16384, kHeldOutWindows = 4;
 // judged loss not finite or far off.
 constexpr const char* kLastWeight = "transformer.ln_f.weight";
 
-// What one check trains on, drawn from the seed: the model, the trainer's config and the held-out tokens.
+// What one check or race trains on, drawn from the seed: the model, the trainer's config and the held-out tokens.
 struct Task {
   lab13::TrainerConfig config;
-  std::vector<int32_t> held_out;
+  std::vector<int32_t> held_out;  // only the judge reads them
 };
+
+// The quick race's model, B, T and learning rate, at most @p max_steps steps on @p train, the initial weights'
+// seed drawn from @p generator.
+lab13::TrainerConfig quick_trainer_config(at::Generator& generator, std::vector<int32_t> train, int max_steps) {
+  const lab13::Config quick = lab13::quick_config();
+  lab13::TrainerConfig config;
+  config.model = lab13::model_of(quick);
+  config.batch = quick.batch;
+  config.seq = quick.seq;
+  config.lr = quick.lr;
+  config.seed = static_cast<uint64_t>(draw_int(generator, 0, 1 << 30));
+  config.max_steps = max_steps;
+  config.train_tokens = std::make_shared<const std::vector<int32_t>>(std::move(train));
+  return config;
+}
 
 Task draw_task(at::Generator& generator) {
   const int64_t cycle_length = draw_int(generator, kCycleMin, kCycleMax);
@@ -50,16 +71,8 @@ Task draw_task(at::Generator& generator) {
   const int64_t held_out = kHeldOutWindows * lab13::kEvalContext + 1;
   std::vector<int32_t> stream(kTrainTokens + held_out);
   for (size_t i = 0; i < stream.size(); ++i) stream[i] = cycle[i % cycle.size()];
-  const lab13::Config quick = lab13::quick_config();
   Task task;
-  task.config.model = lab13::model_of(quick);
-  task.config.batch = quick.batch;
-  task.config.seq = quick.seq;
-  task.config.lr = quick.lr;
-  task.config.seed = static_cast<uint64_t>(draw_int(generator, 0, 1 << 30));
-  task.config.max_steps = kSteps;
-  task.config.train_tokens =
-      std::make_shared<const std::vector<int32_t>>(stream.begin(), stream.begin() + kTrainTokens);
+  task.config = quick_trainer_config(generator, {stream.begin(), stream.begin() + kTrainTokens}, kSteps);
   task.held_out.assign(stream.begin() + kTrainTokens, stream.end());
   return task;
 }
@@ -116,9 +129,71 @@ Outputs judge_weights(at::Generator& generator, const Outputs& outputs) {
           {"held_out_loss_under_the_bound", torch::tensor({int64_t{under_bound ? 1 : 0}}, torch::kLong)}};
 }
 
+// The race's data: the lab's split of tiny shakespeare (task.h), loaded once before a process says it is ready.
+const lab13::Split& shakespeare() {
+  static const lab13::Split split =
+      lab13::split_tokens(datasets::load_shakespeare_tokens(datasets::resolve_data_dir()).ids);
+  return split;
+}
+
+// @p ids with every token id t replaced by permutation[t].
+std::vector<int32_t> relabeled(const std::vector<int32_t>& ids, const torch::Tensor& permutation) {
+  const int32_t* to = permutation.data_ptr<int32_t>();
+  std::vector<int32_t> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = to[ids[i]];
+  return out;
+}
+
+// One race's task, drawn from the seed: the quick race on the split relabeled by a permutation of GPT-2's
+// vocabulary (the language is the same to a model that starts from random weights; weights or answers kept from
+// another grade are not), its held-out tokens the relabeled validation split.
+Task draw_race_task(at::Generator& generator) {
+  const auto permutation = torch::randperm(gpt::GPTConfig{}.vocab_size, generator, torch::kInt);
+  Task task;
+  task.config =
+      quick_trainer_config(generator, relabeled(*shakespeare().train, permutation), lab13::quick_config().step_cap);
+  task.held_out = relabeled(shakespeare().validation, permutation);
+  return task;
+}
+
+Segment start_race(at::Generator& generator, Side side) {
+  auto task = std::make_shared<Task>(draw_race_task(generator));
+  std::shared_ptr<lab13::Trainer> trainer =
+      side == Side::exercise ? lab13::make_trainer() : lab13::make_baseline_trainer();
+  if (!trainer) throw std::runtime_error("make_trainer() returned no trainer");
+  const int64_t steps = lab13::quick_config().eval_every;
+  return [task, trainer, steps, started = false]() mutable {
+    if (!started) trainer->init(task->config);
+    started = true;
+    for (int64_t s = 0; s < steps; ++s) trainer->step();
+    Outputs weights;
+    for (const auto& [name, tensor] : trainer->weights()) weights.emplace_back(name, tensor.detach().to(torch::kCPU));
+    return weights;
+  };
+}
+
+// The evaluator's loss (task.h) on the relabeled validation split: NaN for a weight not finite, an exception for
+// weights that are not the model's.
+double race_loss(at::Generator& generator, const Outputs& weights) {
+  const Task task = draw_race_task(generator);
+  std::string problem;
+  return lab13::evaluate(task.config.model, weights, task.held_out, problem);
+}
+
 }  // namespace
 
 // The judged facts are integers: compared exactly.
 std::vector<Exercise> exercises() { return {{"make_trainer", trained_weights, Tolerance{}, judge_weights}}; }
+
+// Speed, raced outside (./lab grade): the quick race of the lab (its model, B, T, learning rate, target 7.5,
+// judged every 10 steps, at most 300 steps a side), the score and its thresholds those of the graded test in
+// tests/lab13/graded.cpp. Both sides' processes keep freed memory alike, as the lab's race does.
+std::vector<Raced> raced() {
+  const lab13::Config quick = lab13::quick_config();
+  return {{"make_trainer_speed", 1.6, 1.2, quick.target, quick.eval_every, quick.step_cap, start_race, race_loss, [] {
+             shakespeare();
+             speedlabs::keep_freed_host_memory();
+           }}};
+}
 
 }  // namespace speedlabs::checked

@@ -18,6 +18,7 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/observations.h"
+#include "common/process.h"
 #include "datasets/data_files.h"
 #include "experiment.h"
 #include "pipeline.h"
@@ -122,12 +123,10 @@ TEST(Lab14Formulas, BytesAndBubbleAreTheLessonsFormulas) {
 // The worker processes whose command line names @p marker (the test's own data folder).
 std::vector<pid_t> workers_naming(const std::string& marker) {
   std::vector<pid_t> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+  for (const pid_t pid : speedlabs::all_processes()) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
     const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (contains(cmdline, "--worker") && contains(cmdline, marker)) found.push_back(std::stoi(name));
+    if (contains(cmdline, "--worker") && contains(cmdline, marker)) found.push_back(pid);
   }
   return found;
 }

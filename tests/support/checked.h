@@ -74,6 +74,36 @@ struct Timed {
 /// The lab's timed speed exercises (tests/labNN/checked.cpp, where the lab has one; none elsewhere).
 std::vector<Timed> timed();
 
+/// One side of a race (Raced::start): each call takes the side's next segment of steps (the first call sets it up
+/// first) and returns its weights as they stand.
+using Segment = std::function<Outputs()>;
+
+/// A speed exercise raced to a target outside the student's process (./lab grade; docs/grading.md, "Raced
+/// outside"): a trainer, whose speed is its time to a judged loss. Both sides run at once, each in a process of
+/// its own on the same one CPU; the grader lets one run a segment while the other is stopped (SIGSTOP, its
+/// whole sandbox), the order turning every round, times each segment on its own clock, and judges the weights
+/// each segment ends with in the reference's process while both are stopped. The score is the best's time to
+/// the target over the exercise's.
+struct Raced {
+  std::string name;       ///< its line in tests/labNN/points.tsv (make_trainer_speed)
+  double full;            ///< the score that earns full points
+  double zero;            ///< the score that earns none
+  double target;          ///< the judged loss a side must reach (at or under)
+  int64_t segment_steps;  ///< the steps of one segment: the weights are judged after each
+  int64_t step_cap;       ///< a side that has not reached the target after this many steps has failed
+  /// Draws the task from the generator and starts @p side (Side::exercise or Side::best) on it.
+  std::function<Segment(at::Generator&, Side)> start;
+  /// The judged loss of a side's weights on the task the generator draws (its held-out part); NaN when a weight
+  /// is not finite; throws std::exception saying why when they are not the model's (a missing or unknown weight,
+  /// a wrong shape).
+  std::function<double(at::Generator&, const Outputs&)> loss;
+  /// What every process makes before it says it is ready (the data, loaded once); unset: nothing.
+  std::function<void()> prepare;
+};
+
+/// The lab's raced speed exercises (tests/labNN/checked.cpp, where the lab has one; none elsewhere).
+std::vector<Raced> raced();
+
 /// A whole number in [low, high] drawn from @p generator (input sizes, tile widths).
 int64_t draw_int(at::Generator& generator, int64_t low, int64_t high);
 

@@ -13,6 +13,15 @@
 //                                               and closes it: the grader's clock runs from the seed to the end
 //   checked_labNN check-timed NAME SEED FILE    compares FILE, what `time NAME exercise` wrote, with the best's
 //                                               outputs on the same inputs (the reference tree)
+//   checked_labNN list-raced                    the raced speed exercises: NAME FULL ZERO TARGET SEGMENT_STEPS
+//                                               STEP_CAP a line
+//   checked_labNN race NAME SIDE FD             writes "ready" to FD, reads the seed from standard input, then
+//                                               per segment: SEGMENT_STEPS steps of SIDE (exercise or best) on the
+//                                               seed's task, its weights written to FD, and a line read from
+//                                               standard input: "go" for the next segment, anything else ends it
+//   checked_labNN judge-raced NAME SEED         per path read from standard input (what `race` wrote for one
+//                                               segment, in a file), the judged loss on SEED's task on a line:
+//                                               a number, or "nan" and why (the reference tree)
 //
 // Exit codes: 0 produced / passed; 1 the exercise threw (produce) or an output differs (check: the first
 // difference on stdout, one line); 2 a bad command line or a failure of the reference itself.
@@ -23,8 +32,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -56,8 +67,9 @@ torch::Tensor joined(const std::vector<torch::Tensor>& tensors) {
   return torch::cat(flat);
 }
 
-// A lab whose checked.cpp times nothing (most of them) has no timed exercise.
+// A lab whose checked.cpp times nothing (most of them) has no timed exercise, nor a raced one.
 __attribute__((weak)) std::vector<Timed> timed() { return {}; }
+__attribute__((weak)) std::vector<Raced> raced() { return {}; }
 
 }  // namespace speedlabs::checked
 
@@ -65,6 +77,7 @@ namespace {
 
 using speedlabs::checked::Exercise;
 using speedlabs::checked::Outputs;
+using speedlabs::checked::Raced;
 using speedlabs::checked::Side;
 using speedlabs::checked::Timed;
 using speedlabs::checked::Tolerance;
@@ -212,7 +225,8 @@ std::string compare(const std::string& name, const torch::Tensor& got, const tor
 int usage(const std::string& why) {
   std::cerr << "error: " << why
             << "\nusage: checked_labNN list | produce EXERCISE SEED FD | check EXERCISE SEED FILE | list-timed |"
-               " time NAME SIDE FD | check-timed NAME SEED FILE\n";
+               " time NAME SIDE FD | check-timed NAME SEED FILE | list-raced | race NAME SIDE FD |"
+               " judge-raced NAME SEED\n";
   return 2;
 }
 
@@ -310,6 +324,15 @@ Outputs timed_outputs(const Timed& timed, uint64_t seed, Side side) {
   return all;
 }
 
+// Says "ready" on @p fd and waits for the grader's seed on standard input: the inputs exist from then on.
+uint64_t seed_after_ready(int fd) {
+  write_all(fd, "ready\n", 6);
+  const auto line = read_line(std::cin);
+  const auto seed = line ? parse_seed(*line) : std::nullopt;
+  if (!seed) throw std::runtime_error("no seed came on standard input");
+  return *seed;
+}
+
 // time: "ready", then the seed from the grader, then the calls; the clock is the grader's, outside.
 int time_calls(const Timed& timed, const std::string& side_word, const std::string& fd_text) {
   const std::map<std::string, Side> sides = {
@@ -318,11 +341,7 @@ int time_calls(const Timed& timed, const std::string& side_word, const std::stri
   const auto fd = parse_fd(fd_text);
   if (!fd) return usage("FD must be an open file descriptor");
   try {
-    write_all(*fd, "ready\n", 6);
-    const auto line = read_line(std::cin);
-    const auto seed = line ? parse_seed(*line) : std::nullopt;
-    if (!seed) throw std::runtime_error("no seed came on standard input");
-    write_outputs(*fd, timed_outputs(timed, *seed, sides.at(side_word)));
+    write_outputs(*fd, timed_outputs(timed, seed_after_ready(*fd), sides.at(side_word)));
   } catch (const std::exception& error) {
     std::cerr << timed.name << " threw: " << error.what() << "\n";
     return 1;
@@ -348,17 +367,83 @@ int check_timed(const Timed& timed, uint64_t seed, const std::string& path) {
   }
 }
 
+// @p run on the seed @p text gives; the usage (exit 2) when it is not one.
+int with_seed(const std::string& text, const std::function<int(uint64_t)>& run) {
+  const auto seed = parse_seed(text);
+  if (!seed) return usage("SEED must be a whole number below 10^19, not '" + text + "'");
+  return run(*seed);
+}
+
+// The speed exercise of @p all named @p name, what it prepares made (before "ready": outside the grader's
+// timing); null when there is none.
+template <typename Speed>
+const Speed* prepared(const std::vector<Speed>& all, const std::string& name) {
+  for (const auto& candidate : all) {
+    if (candidate.name != name) continue;
+    if (candidate.prepare) candidate.prepare();
+    return &candidate;
+  }
+  return nullptr;
+}
+
 int timed_command(const std::vector<std::string>& args) {
   const auto all = speedlabs::checked::timed();
-  const Timed* timed = nullptr;
-  for (const auto& candidate : all)
-    if (candidate.name == args[1]) timed = &candidate;
+  const Timed* timed = prepared(all, args[1]);
   if (!timed) return usage("no timed exercise '" + args[1] + "'");
-  if (timed->prepare) timed->prepare();  // before "ready": outside the grader's timing
   if (args[0] == "time") return time_calls(*timed, args[2], args[3]);
-  const auto seed = parse_seed(args[2]);
-  if (!seed) return usage("SEED must be a whole number below 10^19, not '" + args[2] + "'");
-  return check_timed(*timed, *seed, args[3]);
+  return with_seed(args[2], [&](uint64_t seed) { return check_timed(*timed, seed, args[3]); });
+}
+
+// race: "ready", then the seed, then a segment at a time while the grader says "go"; the clock is the grader's, and
+// between two segments the grader stops this process's whole sandbox.
+int race_side(const Raced& raced, const std::string& side_word, const std::string& fd_text) {
+  const std::map<std::string, Side> sides = {{"exercise", Side::exercise}, {"best", Side::best}};
+  if (!sides.count(side_word)) return usage("SIDE must be exercise or best, not '" + side_word + "'");
+  const auto fd = parse_fd(fd_text);
+  if (!fd) return usage("FD must be an open file descriptor");
+  try {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed_after_ready(*fd));
+    const speedlabs::checked::Segment next = raced.start(generator, sides.at(side_word));
+    for (int64_t steps = 0; steps < raced.step_cap; steps += raced.segment_steps) {
+      write_outputs(*fd, next());
+      if (read_line(std::cin) != std::string("go")) break;
+    }
+  } catch (const std::exception& error) {
+    std::cerr << raced.name << " threw: " << error.what() << "\n";
+    return 1;
+  }
+  ::close(*fd);
+  return 0;
+}
+
+// judge-raced: the loss of each segment's weights, a line each, for as long as paths come.
+int judge_raced(const Raced& raced, uint64_t seed) {
+  std::string path;
+  while (std::getline(std::cin, path)) {
+    std::string why;
+    double loss = std::nan("");
+    try {
+      const Outputs weights = read_outputs(path);
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+      loss = raced.loss(generator, weights);
+    } catch (const std::exception& error) {
+      why = error.what();
+    }
+    std::ostringstream line;
+    line.precision(9);
+    line << loss;
+    if (!why.empty()) line << " " << why;
+    std::cout << line.str() << std::endl;  // flushed: the grader waits for it
+  }
+  return 0;
+}
+
+int raced_command(const std::vector<std::string>& args) {
+  const auto all = speedlabs::checked::raced();
+  const Raced* raced = prepared(all, args[1]);
+  if (!raced) return usage("no raced exercise '" + args[1] + "'");
+  if (args[0] == "race") return race_side(*raced, args[2], args[3]);
+  return with_seed(args[2], [&](uint64_t seed) { return judge_raced(*raced, seed); });
 }
 
 }  // namespace
@@ -375,17 +460,23 @@ int main(int argc, char** argv) {
       std::cout << timed.name << " " << timed.calls << " " << timed.full << " " << timed.zero << "\n";
     return 0;
   }
+  if (args.size() == 1 && args[0] == "list-raced") {
+    for (const auto& raced : speedlabs::checked::raced())
+      std::cout << raced.name << " " << raced.full << " " << raced.zero << " " << raced.target << " "
+                << raced.segment_steps << " " << raced.step_cap << "\n";
+    return 0;
+  }
   if (args.size() == 4 && (args[0] == "time" || args[0] == "check-timed")) return timed_command(args);
+  if ((args.size() == 4 && args[0] == "race") || (args.size() == 3 && args[0] == "judge-raced"))
+    return raced_command(args);
   if (args.size() != 4 || (args[0] != "produce" && args[0] != "check")) return usage("unknown command line");
   const Exercise* exercise = nullptr;
   for (const auto& candidate : exercises)
     if (candidate.name == args[1]) exercise = &candidate;
   if (!exercise) return usage("no checked exercise '" + args[1] + "'");
-  const auto seed = parse_seed(args[2]);
-  if (!seed) return usage("SEED must be a whole number below 10^19, not '" + args[2] + "'");
-  if (args[0] == "produce") {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(*seed);
+  return with_seed(args[2], [&](uint64_t seed) {
+    if (args[0] == "check") return check(*exercise, seed, args[3]);
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
     return produce(*exercise, generator, args[3]);
-  }
-  return check(*exercise, *seed, args[3]);
+  });
 }

@@ -5,7 +5,8 @@
   submission.py verify RESULTS    checks RESULTS (results.json of ./lab grade --submission FOLDER)
   submission.py honest FOLDER     FOLDER/NN_topic/exercise.cpp: solutions/ as it is (graded right after)
   submission.py clock FOLDER      FOLDER/01_vectorize/exercise.cpp: a right but slow unrolled sum and a clock that
-                                  hides its time (CLOCK, graded on its own: lab 01's other attacks would hide it)
+                                  hides its time (CLOCK, graded on its own: lab 01's other attacks would hide it);
+                                  FOLDER/13_speedrun/exercise.cpp: the stub trainer hiding its steps' time the same way
   submission.py verify-clock RESULTS
 
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
@@ -119,6 +120,18 @@ CLOCK = [
      "(the clock of the attack above: the program's own definition comes before the C library's)"),
 ]
 CLOCK_INCLUDES = "#include <sys/syscall.h>\n#include <ctime>\n#include <unistd.h>\n"
+# Lab 13's stub trainer (the baseline's recipe: a score of about 1) whose every step hides nine tenths of its time
+# from a clock of its own: in its own process the graded race sees it about ten times faster than the baseline;
+# the race outside, on the grader's clock, does not.
+CLOCK_TRAINER = (
+    "long long hidden_ns = 0; extern \"C\" int clock_gettime(clockid_t id, timespec* ts) noexcept { "
+    "long r = ::syscall(SYS_clock_gettime, id, ts); if (r == 0 && id == CLOCK_MONOTONIC) { long long t = "
+    "ts->tv_sec * 1000000000LL + ts->tv_nsec - hidden_ns; ts->tv_sec = t / 1000000000LL; "
+    "ts->tv_nsec = t % 1000000000LL; } return static_cast<int>(r); }\n")
+CLOCK_STEP = (
+    "static thread_local int depth = 0; if (depth == 0) { ++depth; timespec a, b; "
+    "::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); step(); ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); "
+    "hidden_ns += ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec) * 9 / 10; --depth; return; }")
 # What ./lab grade must give lab 01 of that submission: right answers, and no speed points (0 of 5, or not scored
 # where the machine was too busy to decide: either way nothing earned).
 EXPECTED_CLOCK = {
@@ -126,6 +139,8 @@ EXPECTED_CLOCK = {
     "lab 01: sum_squares_torch": (3, 3, "passed"),
     "lab 01: sum_squares_unrolled": (10, 10, "passed"),
     "lab 01: sum_squares_unrolled_speed": (0, 5, "timed outside your process"),
+    "lab 13: make_trainer": (10, 10, "passed"),
+    "lab 13: make_trainer_speed": (0, 10, "raced by turns on one CPU"),
 }
 
 INCLUDES = ("#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
@@ -195,6 +210,14 @@ def clock(folder):
     for _, function, statement, _ in CLOCK:
         text = attack(text, function, statement)
     (folder / "01_vectorize" / "exercise.cpp").write_text(text)
+    (folder / "13_speedrun").mkdir()
+    text = (ROOT / "labs/13_speedrun/exercise.cpp").read_text()
+    step = "  void step() override {"
+    assert text.count(step) == 1, "cheats: lab 13's stub has no step() to attack"
+    text = text.replace(step, step + " " + CLOCK_STEP).replace('#include "exercise.h"\n',
+                                                              '#include "exercise.h"\n' + CLOCK_INCLUDES)
+    (folder / "13_speedrun" / "exercise.cpp").write_text(text.replace("namespace lab13 {", CLOCK_TRAINER +
+                                                                      "namespace lab13 {", 1))
 
 
 def verify_clock(results_path):

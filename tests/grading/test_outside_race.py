@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""scripts/driver/outside_race.py on synthetic races (no lab built): the score from both sides' times, its share,
+scattered or busy segments undecided, too few segments decided only when every one earns the same, a failed side,
+a process that used more than its CPU; and, on real processes, that stopping a sandbox's tree stops every process
+in it (a child and a grandchild that spin) until it is let go. The processes themselves race in the CTest
+lab13.raced_outside.
+
+  test_outside_race.py ROOT
+"""
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "driver"))
+import outside_race  # noqa: E402
+import outside_timing  # noqa: E402
+from outside_race import Segment, Spec  # noqa: E402
+
+SPEC = Spec("make_trainer_speed", full=1.6, zero=1.2, target=7.5, segment_steps=10, step_cap=300)
+
+
+class Side:
+    """A Racer's stand-in: its segments' wall times, quiet and one CPU's worth unless told."""
+
+    def __init__(self, walls, others=0.0, cpu=None):
+        self.segments = [Segment(wall, cpu(wall) if cpu else wall, others) for wall in walls]
+
+    def seconds(self):
+        return sum(s.wall for s in self.segments)
+
+
+def verdict(exercise, best, failed=""):
+    with mock.patch.object(outside_race, "race", lambda *args: (exercise, best, failed)), mock.patch("sys.stderr"):
+        return outside_race.race_exercise("mine", "ours", SPEC, 60, ())
+
+
+class Verdicts(unittest.TestCase):
+    def test_twice_as_fast_as_the_baseline_earns_every_point(self):
+        # 9 segments of 1 s against 5 of 0.9 s: the baseline's 9 s over 4.5 s.
+        got = verdict(Side([0.9] * 5), Side([1.0] * 9))
+        self.assertTrue(got.startswith("score 1.000 (2.00: the baseline's 9.0 s to the target over your 4.5 s (90 and "
+                                       "50 steps)"), got)
+
+    def test_the_share_is_linear_between_the_thresholds(self):
+        # 1.4, half-way between 1.2 and 1.6: half the points.
+        got = verdict(Side([1.0] * 5), Side([1.4] * 5))
+        self.assertTrue(got.startswith("score 0.500 (1.40"), got)
+
+    def test_the_baselines_own_speed_earns_nothing(self):
+        got = verdict(Side([1.0] * 9), Side([1.0] * 9))
+        self.assertTrue(got.startswith("score 0.000 (1.00"), got)
+
+    def test_scattered_segments_are_undecided(self):
+        got = verdict(Side([0.5, 1.0] * 3), Side([1.4] * 6))
+        self.assertTrue(got.startswith("undecided the segments scattered"), got)
+
+    def test_a_busy_machine_is_undecided_near_a_threshold(self):
+        got = verdict(Side([1.0] * 5), Side([1.4] * 5, others=0.7))
+        self.assertTrue(got.startswith("undecided other programs used 0.70 of a core"), got)
+
+    def test_a_busy_machine_decides_far_from_the_thresholds(self):
+        # 6x the baseline's speed: even had 0.7 of the CPU slowed only the baseline (3.3 times), 1.8 earns full points.
+        got = verdict(Side([1.0] * 5), Side([6.0] * 5, others=0.7))
+        self.assertTrue(got.startswith("score 1.000 (6.00"), got)
+
+    def test_too_few_segments_decide_only_when_each_earns_the_same(self):
+        self.assertTrue(verdict(Side([1.0]), Side([1.0] * 9)).startswith("score 1.000 (9.00"))
+        got = verdict(Side([1.0, 1.0]), Side([0.6, 2.0]))
+        self.assertTrue(got.startswith("undecided only 2 segments of both sides"), got)
+
+    def test_a_failed_race_is_the_verdict(self):
+        why = "failed your trainer in the race: the judged loss is 8.100 after the step cap of 300 steps"
+        self.assertEqual(verdict(Side([1.0]), Side([1.0]), failed=why), why)
+
+    def test_more_than_one_cpu_earns_nothing(self):
+        got = verdict(Side([0.5] * 5, cpu=lambda wall: 2 * wall), Side([1.4] * 5))
+        self.assertTrue(got.startswith("failed your racing process used more than the one CPU"), got)
+
+
+class Stopping(unittest.TestCase):
+    def test_a_stopped_tree_uses_no_cpu_until_it_is_let_go(self):
+        # A shell whose child spins and whose grandchild spins too.
+        process = subprocess.Popen(["bash", "-c", "bash -c 'while :; do :; done' & while :; do :; done"])
+        try:
+            time.sleep(0.3)
+            self.assertGreaterEqual(len(outside_timing.tree(process.pid)), 2)
+            outside_race.stop_tree(process.pid, time.monotonic() + 10)
+            states = {state for state, _ in outside_timing.tree(process.pid).values()}
+            self.assertEqual(states, {"T"})
+            before = outside_timing.tree_cpu(process.pid)
+            time.sleep(0.5)
+            self.assertEqual(outside_timing.tree_cpu(process.pid), before)
+            outside_race.signal_tree(process.pid, outside_race.signal.SIGCONT)
+            time.sleep(0.5)
+            self.assertGreater(outside_timing.tree_cpu(process.pid), before + 0.2)
+        finally:
+            outside_race.signal_tree(process.pid, outside_race.signal.SIGKILL)
+            process.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()
