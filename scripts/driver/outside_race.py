@@ -7,7 +7,7 @@ same fresh seed: the student's checked_labNN training with the exercise and the 
 best (the lab's baseline), each in a sandbox of its own (scripts/driver/sandbox.py) on the same one CPU. One runs
 at a time: the other's whole sandbox is stopped (SIGSTOP to every process in it, so no helper works on while it
 waits). A side runs one segment (SEGMENT_STEPS steps; the first also sets the trainer up), writes its weights
-and is stopped again; its time is this grader's clock over its segments. While both are stopped, the reference's
+and is stopped again; its time is this grader's clock over its segments, each to the moment it is stopped. While both are stopped, the reference's
 judge (checked_labNN judge-raced, outside any sandbox) gives the weights' loss on the task's held-out tokens, which
 no racer is handed: at or under TARGET the side has reached the target; weights that cannot be judged, or a loss
 still above the target after STEP_CAP steps, fail it. The order turns every round.
@@ -83,7 +83,7 @@ def stop_tree(root, deadline):
 
 @dataclass
 class Segment:
-    wall: float  # seconds on this grader's clock, from the go to the last byte of its weights
+    wall: float  # seconds on this grader's clock, from the go until the side is stopped again
     cpu: float  # CPU seconds of every process of the side's sandbox in it
     others: float  # other programs' cores on the race's CPU in it
 
@@ -128,10 +128,10 @@ class Racer:
         busy_before = outside_timing.cpu_busy(self.cpu)
         started = time.monotonic()
         signal_tree(self.process.pid, signal.SIGCONT)
-        weights, ended, why = outside_timing.read_until(self.read_end, self.deadline, outside_timing.MAX_OUTPUT,
-                                                        outside_timing.outputs_complete)
+        weights, _, why = outside_timing.read_until(self.read_end, self.deadline, outside_timing.MAX_OUTPUT,
+                                                    outside_timing.outputs_complete)
         stop_tree(self.process.pid, self.deadline)
-        wall = ended - started
+        wall = time.monotonic() - started  # to the stop, not the last byte: what runs on until then counts too
         cpu = outside_timing.tree_cpu(self.process.pid) - cpu_before
         others = max(0.0, outside_timing.cpu_busy(self.cpu) - busy_before - cpu) / max(wall, 1e-9)
         if not why and not outside_timing.outputs_complete(weights):
