@@ -13,7 +13,7 @@
 #      submission graded right after the cheating one earns the full points of labs 02, 04 and 05 (lab 05's
 #      graded tests once read a file the sandbox hides, and an honest lab 05 lost 20 points; lab 04's outside
 #      check runs threads in the sandbox); a submission one folder off is graded as the stubs with a warning;
-#   3. a right but slow lab 01, and lab 13's stub trainer, each with a clock_gettime of its own, which fools a
+#   3. a right but slow lab 01 and lab 10, and lab 13's stub trainer, each with a clock_gettime of its own, which fools a
 #      timing in its process, earn no speed points: the speed is timed (scripts/driver/outside_timing.py) or raced
 #      (scripts/driver/outside_race.py) outside it;
 #   4. SIGTERM to ./lab grade while a test runs ends the grader and the test processes at once, and leaves
@@ -65,9 +65,9 @@ print("  honest labs 02, 04 and 05: " + (", ".join(short) or "every exercise its
 sys.exit(1 if short or not tests else 0)
 PY
 
-echo "check-cheats: a right but slow lab 01 and lab 13 trainer whose own clock_gettime hides their time earn no speed points"
+echo "check-cheats: a right but slow lab 01, lab 10 and lab 13 trainer whose own clock_gettime hides their time earn no speed points"
 python3 tests/grading/cheats/submission.py clock "$scratch/clock"
-./lab grade --submission "$scratch/clock" --labs 01,13 --out "$scratch/clock-grade" >"$scratch/clock.log" 2>&1 ||
+./lab grade --submission "$scratch/clock" --labs 01,10,13 --out "$scratch/clock-grade" >"$scratch/clock.log" 2>&1 ||
   { cat "$scratch/clock.log" >&2; die "./lab grade failed on the clock submission"; }
 python3 tests/grading/cheats/submission.py verify-clock "$scratch/clock-grade/results.json" ||
   { cat "$scratch/clock.log" >&2; die "a clock that hides the exercise's time earned speed points (above)"; }

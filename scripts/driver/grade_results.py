@@ -280,11 +280,12 @@ def apply_outside_timing(run, e):
     scripts/driver/outside_timing.py): its verdict takes the place of the score the graded test measured inside
     that process, whose code can bend its own clock."""
     try:
-        line = (Path(run) / "timed" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").strip()
+        lines = (Path(run) / "timed" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").splitlines()
     except OSError:
         return
-    word, _, why = line.partition(" ")
-    test = f"Lab{e.lab}_{e.name}, timed outside your process"
+    word, _, why = (lines[0] if lines else "").strip().partition(" ")
+    how = lines[1].strip() if len(lines) > 1 else "timed outside"  # or "raced outside"
+    test = f"Lab{e.lab}_{e.name}, {how} your process"
     if word == "score" and not e.failed:
         share, _, how = why.partition(" ")
         e.scores, e.undecided = [(f"{test} {how}", min(1.0, max(0.0, float(share))))], []

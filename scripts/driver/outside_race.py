@@ -125,7 +125,7 @@ class Racer:
     def segment(self):
         """Lets the process run one segment and stops it again: its weights (bytes), or None when it failed."""
         cpu_before = outside_timing.tree_cpu(self.process.pid)
-        busy_before = outside_timing.cpu_busy(self.cpu)
+        busy_before = outside_timing.cpu_busy({self.cpu})
         started = time.monotonic()
         signal_tree(self.process.pid, signal.SIGCONT)
         weights, _, why = outside_timing.read_until(self.read_end, self.deadline, outside_timing.MAX_OUTPUT,
@@ -133,7 +133,7 @@ class Racer:
         stop_tree(self.process.pid, self.deadline)
         wall = time.monotonic() - started  # to the stop, not the last byte: what runs on until then counts too
         cpu = outside_timing.tree_cpu(self.process.pid) - cpu_before
-        others = max(0.0, outside_timing.cpu_busy(self.cpu) - busy_before - cpu) / max(wall, 1e-9)
+        others = max(0.0, outside_timing.cpu_busy({self.cpu}) - busy_before - cpu) / max(wall, 1e-9)
         if not why and not outside_timing.outputs_complete(weights):
             why = "it ended before it wrote its weights"
         if why:
@@ -294,7 +294,10 @@ def selftest(program):
     weights that are not a trainer's."""
     problems = []
     for spec in listed(program):
-        verdict = race_exercise(program, program, spec, 600, ())
+        try:
+            verdict = race_exercise(program, program, spec, 600, ())
+        except RuntimeError as error:  # the judge ended: its message says why (the data missing)
+            verdict = f"error {error}"
         print(f"{spec.name}: {verdict}")
         if not verdict.startswith(("score", "undecided")):
             problems.append(f"{spec.name}: the reference raced against the baseline: {verdict}")
@@ -306,6 +309,8 @@ def selftest(program):
                 print(f"{spec.name}, the judge on {what}: {loss} {why}")
                 if math.isfinite(loss) or not why:
                     problems.append(f"{spec.name}: the judge gave {loss} ({why}) for {what}")
+        except RuntimeError as error:
+            problems.append(f"{spec.name}: {error}")
         finally:
             judge.end()
     for problem in problems:

@@ -178,6 +178,9 @@ class CannotBeFooled(unittest.TestCase):
         (timed / "Lab01_sum_squares_unrolled_speed").write_text("failed a timed result is wrong\n")
         self.assert_scores_zero("sum_squares_unrolled_speed", f"start {TOKEN}\nscore {TOKEN} 1.0\nend {TOKEN} passed\n",
                                 "a timed result is wrong")
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("failed a timed result is wrong\nraced outside\n")
+        self.assert_scores_zero("sum_squares_unrolled_speed", f"start {TOKEN}\nscore {TOKEN} 1.0\nend {TOKEN} passed\n",
+                                "raced outside your process")
 
     def test_a_lab_named_twice_is_graded_once(self):
         tests = self.run.grade(labs=("01", "01"))

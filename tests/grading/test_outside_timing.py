@@ -18,25 +18,30 @@ from outside_timing import Run  # noqa: E402
 
 
 class Timings:
-    """time_one's stand-in: each side's wall time (s) from a function of the round, quiet, one CPU's worth."""
+    """time_one's stand-in: each side's wall time (s) from a function of the round, quiet, every CPU it is given
+    busy all the time (its CPUs are recorded)."""
 
     def __init__(self, exercise, best, inputs=0.2, load=0.0, exercise_cpu=None, why=""):
         self.walls = {"exercise": exercise, "best": best, "inputs": inputs}
-        self.load, self.exercise_cpu, self.why, self.calls = load, exercise_cpu, why, 0
+        self.load, self.exercise_cpu, self.why, self.calls, self.cpus = load, exercise_cpu, why, 0, set()
+        self.seeds = []
 
-    def __call__(self, program, name, side, cpu, budget, hidden):
+    def __call__(self, program, name, side, cpus, budget, hidden, seed):
         self.calls += 1
+        self.cpus.add(tuple(cpus))
+        self.seeds.append(seed)
         wall = self.walls[side](self.calls) if callable(self.walls[side]) else self.walls[side]
-        used = self.exercise_cpu(wall) if side == "exercise" and self.exercise_cpu else wall
-        return Run(wall=wall, cpu=used, busy=used + self.load * wall, outputs=b"x", seed=1,
+        used = self.exercise_cpu(wall) if side == "exercise" and self.exercise_cpu else len(cpus) * wall
+        return Run(wall=wall, cpu=used, window_cpu=used, busy=used + self.load * wall, outputs=b"x", seed=seed,
                    why=self.why if side == "exercise" else "")
 
 
-def verdict(timings, wrong=""):
+def verdict(timings, wrong="", cpus=1, available=(0, 1)):
     with mock.patch.object(outside_timing, "time_one", timings), \
-            mock.patch.object(outside_timing, "check", lambda reference, name, run: wrong), \
+            mock.patch.object(outside_timing, "check", lambda reference, name, run, best: wrong), \
+            mock.patch.object(outside_timing.os, "sched_getaffinity", lambda pid: set(available)), \
             mock.patch("sys.stderr"):
-        return outside_timing.time_exercise("mine", "ours", "x_speed", 0.5, 0.25, 60, ())
+        return outside_timing.time_exercise("mine", "ours", "x_speed", 0.5, 0.25, 60, (), cpus)
 
 
 class Verdicts(unittest.TestCase):
@@ -88,6 +93,40 @@ class Verdicts(unittest.TestCase):
         # Helpers beside the timed calls: twice the CPU time of the wall time, in every round.
         got = verdict(Timings(exercise=0.25, best=0.3, exercise_cpu=lambda wall: 2 * wall))
         self.assertTrue(got.startswith("failed your timed process used more than the one CPU"), got)
+
+    def test_the_sides_of_a_round_share_its_fresh_seed(self):
+        # The best's outputs in a round are the answer to the exercise's only when both had the same inputs.
+        timings = Timings(exercise=0.3, best=0.3)
+        verdict(timings)
+        rounds = [timings.seeds[i:i + 3] for i in range(0, len(timings.seeds), 3)]
+        self.assertEqual(len(rounds), outside_timing.WARMUP_ROUNDS + outside_timing.ROUNDS)
+        self.assertTrue(all(len(set(seeds)) == 1 for seeds in rounds), rounds)
+        self.assertEqual(len({seeds[0] for seeds in rounds}), len(rounds))
+
+    def test_a_job_timed_on_two_cpus_may_use_both(self):
+        # A job of two workers, each on a CPU of its own: twice the wall time in CPU is no escape, and every side
+        # is given the same two CPUs.
+        timings = Timings(exercise=0.3, best=0.3)
+        got = verdict(timings, cpus=2, available=(0, 1, 2, 3))
+        self.assertTrue(got.startswith("score 1.000"), got)
+        self.assertIn("on 2 CPUs", got)
+        self.assertEqual(timings.cpus, {(2, 3)})
+
+    def test_more_than_its_two_cpus_earns_nothing(self):
+        got = verdict(Timings(exercise=0.25, best=0.3, exercise_cpu=lambda wall: 3 * wall), cpus=2)
+        self.assertTrue(got.startswith("failed your timed process used more than the 2 CPUs"), got)
+
+    def test_a_load_on_two_cpus_is_weighed_against_both(self):
+        # 0.75 of the best's speed with other programs on 0.6 of a core: on one CPU a side could have been slowed
+        # 2.5 times (down to 0.30: undecided), on two at most 2 / 1.4 = 1.43 times (at least 0.52: full points).
+        timings = dict(exercise=0.2 + 0.2, best=0.2 + 0.15, load=0.6)
+        self.assertTrue(verdict(Timings(**timings), cpus=1).startswith("undecided other programs used 0.60"))
+        got = verdict(Timings(**timings), cpus=2)
+        self.assertTrue(got.startswith("score 1.000 (0.75"), got)
+
+    def test_a_grader_with_fewer_cpus_than_the_exercise_is_timed_on_is_undecided(self):
+        got = verdict(Timings(exercise=0.3, best=0.3), cpus=2, available=(0,))
+        self.assertEqual(got, "undecided it is timed on 2 CPUs a side, and this grader has 1")
 
     def test_a_failed_process_earns_nothing(self):
         got = verdict(Timings(exercise=0.3, best=0.3, why="it did not finish within its budget"))

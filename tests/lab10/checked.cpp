@@ -1,13 +1,17 @@
 // Lab 10, checked outside the student's process (tests/support/checked.h): what the gradient hook copies where
 // and when each bucket's all-reduce starts, and the gradients the wait hands the optimizer, for parameters,
-// bucket sizes, arrival orders and other workers' gradients the grader's seed draws.
+// bucket sizes, arrival orders and other workers' gradients the grader's seed draws; and the bucketed step's
+// speed, 2-worker jobs timed outside against the naive step's.
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "buckets.h"
 #include "common/errors.h"
+#include "datasets/data_files.h"
+#include "datasets/token_cache.h"
 #include "exercise.h"
+#include "tests/lab10/graded_job.h"
 #include "tests/support/checked.h"
 #include "tests/support/one_process_communicator.h"
 
@@ -131,6 +135,24 @@ Outputs three_cases(const std::function<Outputs(at::Generator&)>& one_case, at::
   return all;
 }
 
+// The timed job: 2 workers train kTimedSteps steps of the graded size from initial weights the seed draws, in one
+// mode: the exercise's bucketed step, the best's naive step (one blocking all-reduce per gradient), or, for the
+// inputs-only side, no step at all (what both sides pay: mpirun, the workers' start, the data, the model, their
+// end, taken off both sides' times). 30 steps of about 60 ms on two cores take as long as that start-up (about 2 s),
+// enough for rounds whose spread decides on a quiet machine.
+constexpr int kTimedSteps = 30;
+
+Outputs timed_job(at::Generator& generator, Side side) {
+  lab10::Config config = speedlabs::testing::graded_job_config();
+  config.seed = static_cast<uint64_t>(draw_int(generator, 0, int64_t{1} << 40));
+  config.steps = side == Side::inputs_only ? 0 : kTimedSteps;
+  const std::string mode = side == Side::exercise ? "bucketed" : "naive";
+  const lab10::ModeTrace trace = lab10::run_job(config, 2, {mode}, false).mode(mode);
+  if (side == Side::inputs_only) return {};
+  const std::vector<int64_t> in_sync(trace.in_sync.begin(), trace.in_sync.end());  // 1: the workers' weights agreed
+  return {{"losses", torch::tensor(trace.losses, torch::kDouble)}, {"in_sync", torch::tensor(in_sync, torch::kLong)}};
+}
+
 }  // namespace
 
 std::vector<Exercise> exercises() {
@@ -143,6 +165,20 @@ std::vector<Exercise> exercises() {
       {"wait_for_gradients", [](at::Generator& generator) { return three_cases(wait_case, generator); },
        Tolerance{2.4e-7, 0}},
   };
+}
+
+// Speed, timed outside (./lab grade): a 2-worker job of the bucketed step against one of the naive step, each on
+// the same two CPUs, one worker a CPU; every step's loss (the global batch's, after the step's forward) and
+// whether the workers' weights agreed after it, checked against the naive job's on the same seed: a step that
+// skips the all-reduce is fast and wrong. The losses within 1e-4 relative, as the lab's kLossRtol (the same sums
+// in another grouping, float32); agreement exactly. Full points at 0.8 of the naive step's speed, none at 0.5, as
+// the graded test in tests/lab10/graded.cpp rules in the student's own process.
+std::vector<Timed> timed() {
+  Timed job{"on_gradient_ready_speed", 1, 0.8, 0.5, timed_job, Tolerance{1e-4, 0},
+            // The data found and its tokens cached before "ready", so no job of the timing makes the cache.
+            [] { datasets::load_shakespeare_tokens(datasets::resolve_data_dir()); }};
+  job.cpus = 2;
+  return {job};
 }
 
 }  // namespace speedlabs::checked

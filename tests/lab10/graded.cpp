@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/build_paths.h"
 #include "common/contention.h"
 #include "common/timer.h"
 
@@ -20,26 +19,18 @@
 #include "exercise.h"
 #include "experiment.h"
 #include "tests/common/workers/recording_communicator.h"
+#include "tests/lab10/graded_job.h"
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
-#include "tests/support/mpi_jobs.h"
 #include "tests/support/speed.h"
 
 namespace {
 
 using lab10::GradientBuckets;
+using speedlabs::testing::graded_job_config;
 using speedlabs::testing::numbers_close;
 using speedlabs::testing::tensors_close;
 using speedlabs::workers::testing::RecordingCommunicator;
-
-// The graded jobs of 2 MPI workers: the tiny model at B=4, T=16, where a step is short and the all-reduce a
-// large part of it (the speed grade's rule in docs/grading.md is stated for this size).
-lab10::Config graded_job_config() {
-  lab10::Config config = speedlabs::testing::mpi_test_config(lab10::quick_config(), speedlabs::program_path("lab10"));
-  config.batch = 4;
-  config.seq = 16;
-  return config;
-}
 
 // Three parameters of 6, 4 and 5 elements in buckets of at most 10 floats (40 bytes): backward order is
 // 2, 1, 0, so bucket 0 holds parameters 2 (offset 0) and 1 (offset 5), bucket 1 holds parameter 0.

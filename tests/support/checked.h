@@ -67,8 +67,10 @@ struct Timed {
   std::function<Outputs(at::Generator&, Side)> call;
   Tolerance tolerance;  ///< the exercise's outputs against the best's on the same inputs; checked.cpp says why
   /// What every side makes before it says it is ready, outside the timing (the inputs' buffers, their pages
-  /// faulted in); unset: nothing.
+  /// faulted in); unset: nothing. Throws std::exception saying why the exercise cannot be timed here.
   std::function<void()> prepare;
+  /// The CPUs each timed process is given (a job's workers, one each); the grader gives every side the same ones.
+  int cpus = 1;
 };
 
 /// The lab's timed speed exercises (tests/labNN/checked.cpp, where the lab has one; none elsewhere).
@@ -97,7 +99,8 @@ struct Raced {
   /// is not finite; throws std::exception saying why when they are not the model's (a missing or unknown weight,
   /// a wrong shape).
   std::function<double(at::Generator&, const Outputs&)> loss;
-  /// What every process makes before it says it is ready (the data, loaded once); unset: nothing.
+  /// What every process makes before it says it is ready (the data, loaded once); unset: nothing. Throws
+  /// std::exception saying why the exercise cannot be raced here.
   std::function<void()> prepare;
 };
 

@@ -6,13 +6,15 @@
 //   checked_labNN check EXERCISE SEED FILE      recomputes them with this build's exercise (the reference tree)
 //                                               and compares FILE, what `produce` wrote, with them (or, where
 //                                               the exercise has a judge, what it judges of each)
-//   checked_labNN list-timed                    the timed speed exercises: NAME CALLS FULL ZERO a line
+//   checked_labNN list-timed                    the timed speed exercises: NAME CALLS FULL ZERO CPUS a line
 //   checked_labNN time NAME SIDE FD             writes "ready" to FD, reads the seed from standard input, makes
 //                                               the timed calls of SIDE (exercise, best or inputs) on the seed's
 //                                               inputs, writes their outputs (call I's output X as "I.X") to FD
 //                                               and closes it: the grader's clock runs from the seed to the end
-//   checked_labNN check-timed NAME SEED FILE    compares FILE, what `time NAME exercise` wrote, with the best's
-//                                               outputs on the same inputs (the reference tree)
+//   checked_labNN check-timed NAME SEED FILE [BEST]
+//                                               compares FILE, what `time NAME exercise` wrote, with the best's
+//                                               outputs on the same inputs (the reference tree): BEST, what the
+//                                               reference's `time NAME best` wrote on SEED, else computed here
 //   checked_labNN list-raced                    the raced speed exercises: NAME FULL ZERO TARGET SEGMENT_STEPS
 //                                               STEP_CAP a line
 //   checked_labNN race NAME SIDE FD             writes "ready" to FD, reads the seed from standard input, then
@@ -24,7 +26,8 @@
 //                                               a number, or "nan" and why (the reference tree)
 //
 // Exit codes: 0 produced / passed; 1 the exercise threw (produce) or an output differs (check: the first
-// difference on stdout, one line); 2 a bad command line or a failure of the reference itself.
+// difference on stdout, one line); 2 a bad command line, a speed exercise that cannot be prepared here (its data
+// missing) or a failure of the reference itself.
 //
 // FILE's format, written and read only here: a line "speedlabs-checked 1", then per output a line
 // "NAME DTYPE NDIM SIZE..." and its elements' bytes (contiguous, this machine's byte order), then "end".
@@ -225,7 +228,7 @@ std::string compare(const std::string& name, const torch::Tensor& got, const tor
 int usage(const std::string& why) {
   std::cerr << "error: " << why
             << "\nusage: checked_labNN list | produce EXERCISE SEED FD | check EXERCISE SEED FILE | list-timed |"
-               " time NAME SIDE FD | check-timed NAME SEED FILE | list-raced | race NAME SIDE FD |"
+               " time NAME SIDE FD | check-timed NAME SEED FILE [BEST] | list-raced | race NAME SIDE FD |"
                " judge-raced NAME SEED\n";
   return 2;
 }
@@ -350,13 +353,14 @@ int time_calls(const Timed& timed, const std::string& side_word, const std::stri
   return 0;
 }
 
-// check-timed: the student's timed outputs against the best's on the same seed's inputs.
-int check_timed(const Timed& timed, uint64_t seed, const std::string& path) {
+// check-timed: the student's timed outputs against the best's on the same seed's inputs, read from @p best_path
+// (the reference's own timed process wrote them) or, when it is empty, computed here.
+int check_timed(const Timed& timed, uint64_t seed, const std::string& path, const std::string& best_path) {
   Outputs best;
   try {
-    best = timed_outputs(timed, seed, Side::best);
+    best = best_path.empty() ? timed_outputs(timed, seed, Side::best) : read_outputs(best_path);
   } catch (const std::exception& error) {
-    std::cerr << "the best side of " << timed.name << " threw: " << error.what() << "\n";
+    std::cerr << "the best side of " << timed.name << " failed: " << error.what() << "\n";
     return 2;
   }
   try {
@@ -374,24 +378,29 @@ int with_seed(const std::string& text, const std::function<int(uint64_t)>& run) 
   return run(*seed);
 }
 
-// The speed exercise of @p all named @p name, what it prepares made (before "ready": outside the grader's
-// timing); null when there is none.
+// @p run on the speed exercise of @p all named @p name, once what it prepares is made (before "ready": outside
+// the grader's timing); exit 2 with the message when there is none or it cannot be prepared (its data missing).
 template <typename Speed>
-const Speed* prepared(const std::vector<Speed>& all, const std::string& name) {
+int prepared(const std::vector<Speed>& all, const std::string& name, const std::function<int(const Speed&)>& run) {
   for (const auto& candidate : all) {
     if (candidate.name != name) continue;
-    if (candidate.prepare) candidate.prepare();
-    return &candidate;
+    try {
+      if (candidate.prepare) candidate.prepare();
+    } catch (const std::exception& error) {
+      std::cerr << "error: " << name << " cannot be prepared: " << error.what() << "\n";
+      return 2;
+    }
+    return run(candidate);
   }
-  return nullptr;
+  return usage("no speed exercise '" + name + "'");
 }
 
 int timed_command(const std::vector<std::string>& args) {
-  const auto all = speedlabs::checked::timed();
-  const Timed* timed = prepared(all, args[1]);
-  if (!timed) return usage("no timed exercise '" + args[1] + "'");
-  if (args[0] == "time") return time_calls(*timed, args[2], args[3]);
-  return with_seed(args[2], [&](uint64_t seed) { return check_timed(*timed, seed, args[3]); });
+  return prepared<Timed>(speedlabs::checked::timed(), args[1], [&](const Timed& timed) {
+    if (args[0] == "time") return time_calls(timed, args[2], args[3]);
+    return with_seed(args[2],
+                     [&](uint64_t seed) { return check_timed(timed, seed, args[3], args.size() == 5 ? args[4] : ""); });
+  });
 }
 
 // race: "ready", then the seed, then a segment at a time while the grader says "go"; the clock is the grader's, and
@@ -439,11 +448,10 @@ int judge_raced(const Raced& raced, uint64_t seed) {
 }
 
 int raced_command(const std::vector<std::string>& args) {
-  const auto all = speedlabs::checked::raced();
-  const Raced* raced = prepared(all, args[1]);
-  if (!raced) return usage("no raced exercise '" + args[1] + "'");
-  if (args[0] == "race") return race_side(*raced, args[2], args[3]);
-  return with_seed(args[2], [&](uint64_t seed) { return judge_raced(*raced, seed); });
+  return prepared<Raced>(speedlabs::checked::raced(), args[1], [&](const Raced& raced) {
+    if (args[0] == "race") return race_side(raced, args[2], args[3]);
+    return with_seed(args[2], [&](uint64_t seed) { return judge_raced(raced, seed); });
+  });
 }
 
 }  // namespace
@@ -457,7 +465,8 @@ int main(int argc, char** argv) {
   }
   if (args.size() == 1 && args[0] == "list-timed") {
     for (const auto& timed : speedlabs::checked::timed())
-      std::cout << timed.name << " " << timed.calls << " " << timed.full << " " << timed.zero << "\n";
+      std::cout << timed.name << " " << timed.calls << " " << timed.full << " " << timed.zero << " " << timed.cpus
+                << "\n";
     return 0;
   }
   if (args.size() == 1 && args[0] == "list-raced") {
@@ -466,7 +475,8 @@ int main(int argc, char** argv) {
                 << raced.segment_steps << " " << raced.step_cap << "\n";
     return 0;
   }
-  if (args.size() == 4 && (args[0] == "time" || args[0] == "check-timed")) return timed_command(args);
+  if ((args.size() == 4 && args[0] == "time") || ((args.size() == 4 || args.size() == 5) && args[0] == "check-timed"))
+    return timed_command(args);
   if ((args.size() == 4 && args[0] == "race") || (args.size() == 3 && args[0] == "judge-raced"))
     return raced_command(args);
   if (args.size() != 4 || (args[0] != "produce" && args[0] != "check")) return usage("unknown command line");

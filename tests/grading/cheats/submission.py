@@ -6,7 +6,9 @@
   submission.py honest FOLDER     FOLDER/NN_topic/exercise.cpp: solutions/ as it is (graded right after)
   submission.py clock FOLDER      FOLDER/01_vectorize/exercise.cpp: a right but slow unrolled sum and a clock that
                                   hides its time (CLOCK, graded on its own: lab 01's other attacks would hide it);
-                                  FOLDER/13_speedrun/exercise.cpp: the stub trainer hiding its steps' time the same way
+                                  FOLDER/10_data_parallel/exercise.cpp: a right but slow wait for the gradients,
+                                  its time hidden the same way; FOLDER/13_speedrun/exercise.cpp: the stub trainer
+                                  hiding its steps' time the same way
   submission.py verify-clock RESULTS
 
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
@@ -102,7 +104,7 @@ ATTACKS = [
      "a daemon that outlives its test, plants a file in the reference build tree and rewrites results.json: killed with "
      "its sandbox, which sees the build tree read-only and no --out folder; lab 09 keeps its points"),
 ]
-# A right answer made eight times slower, and a clock_gettime of its own that hides nine tenths of that time: it
+# A right answer made several times slower, and a clock_gettime of its own that hides most of that time: it
 # replaces the C library's for the whole test program, so the graded test, which times in the student's process,
 # sees an answer as fast as the reference's; the grader's clock, outside, does not.
 CLOCK = [
@@ -118,6 +120,20 @@ CLOCK = [
      "ts->tv_sec * 1000000000LL + ts->tv_nsec - lab01::hidden_ns; ts->tv_sec = t / 1000000000LL; "
      "ts->tv_nsec = t % 1000000000LL; } return static_cast<int>(r); }",
      "(the clock of the attack above: the program's own definition comes before the C library's)"),
+    ("10_data_parallel", "wait_for_gradients",
+     "extern long long hidden_ns; static thread_local int depth = 0; if (depth == 0) { ++depth; timespec a, m, b; "
+     "::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); wait_for_gradients(buckets); "
+     "::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &m); do ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); "
+     "while ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec < 300000000LL); "
+     "hidden_ns += (b.tv_sec - m.tv_sec) * 1000000000LL + b.tv_nsec - m.tv_nsec; --depth; return; }",
+     "the wait made to last 300 ms a step (about five naive steps), all but the real wait hidden from the clock "
+     "below"),
+    ("10_data_parallel", None,
+     "namespace lab10 { long long hidden_ns = 0; } extern \"C\" int clock_gettime(clockid_t id, timespec* ts) "
+     "noexcept { long r = ::syscall(SYS_clock_gettime, id, ts); if (r == 0 && id == CLOCK_MONOTONIC) { long long t = "
+     "ts->tv_sec * 1000000000LL + ts->tv_nsec - lab10::hidden_ns; ts->tv_sec = t / 1000000000LL; "
+     "ts->tv_nsec = t % 1000000000LL; } return static_cast<int>(r); }",
+     "(its clock)"),
 ]
 CLOCK_INCLUDES = "#include <sys/syscall.h>\n#include <ctime>\n#include <unistd.h>\n"
 # Lab 13's stub trainer (the baseline's recipe: a score of about 1) whose every step hides nine tenths of its time
@@ -139,6 +155,9 @@ EXPECTED_CLOCK = {
     "lab 01: sum_squares_torch": (3, 3, "passed"),
     "lab 01: sum_squares_unrolled": (10, 10, "passed"),
     "lab 01: sum_squares_unrolled_speed": (0, 5, "timed outside your process"),
+    "lab 10: on_gradient_ready": (10, 10, "passed"),
+    "lab 10: wait_for_gradients": (10, 10, "passed"),
+    "lab 10: on_gradient_ready_speed": (0, 5, "timed outside your process"),
     "lab 13: make_trainer": (10, 10, "passed"),
     "lab 13: make_trainer_speed": (0, 10, "raced by turns on one CPU"),
 }
@@ -205,11 +224,13 @@ def clock(folder):
     folder = Path(folder)
     if folder.exists():
         shutil.rmtree(folder)
-    (folder / "01_vectorize").mkdir(parents=True)
-    text = CLOCK_INCLUDES + (ROOT / "solutions/01_vectorize/exercise.cpp").read_text()
-    for _, function, statement, _ in CLOCK:
-        text = attack(text, function, statement)
-    (folder / "01_vectorize" / "exercise.cpp").write_text(text)
+    for lab in sorted({lab for lab, _, _, _ in CLOCK}):
+        text = CLOCK_INCLUDES + (ROOT / "solutions" / lab / "exercise.cpp").read_text()
+        for attacked, function, statement, _ in CLOCK:
+            if attacked == lab:
+                text = attack(text, function, statement)
+        (folder / lab).mkdir(parents=True)
+        (folder / lab / "exercise.cpp").write_text(text)
     (folder / "13_speedrun").mkdir()
     text = (ROOT / "labs/13_speedrun/exercise.cpp").read_text()
     step = "  void step() override {"
