@@ -49,11 +49,12 @@ constexpr double kShareSumSlack = 1.01;
 constexpr int kShownOps = 5;
 // At least this many rounds of a plain and a profiled step for the accounting: with three, one stray round set a
 // quartile (3%, 3% and 9% in one quiet run); with seven a quiet run's third quartile still fell 0.3% past the
-// 5% rule (1.053); with eleven it takes three stray rounds to move a quartile.
+// 5% rule (1.053); with nine it takes three stray rounds to move a quartile.
 constexpr int kAccountRounds = 9;
 // Steps in each block of a round: one step against one scattered the rounds' ratios from 0.83 to 1.29 in a
-// quiet run (each step by up to 10%), with the median within 2% of 1.
-constexpr int kAccountStepsPerRound = 5;
+// quiet run (each step by up to 10%), with the median within 2% of 1; with five, quiet runs' third quartiles
+// still reached 1.03 to 1.07, across the 5% rule; with ten, three quiet runs' quartiles lay within 0.996-1.018.
+constexpr int kAccountStepsPerRound = 10;
 // Rounds of the calibration that prices the profiler's own recording of an event.
 constexpr int kProfilerCostRounds = 7;
 

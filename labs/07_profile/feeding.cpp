@@ -196,7 +196,9 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   ThreadsScope scope(threads);
   result.torch_threads = threads;
 
-  const double free_before = measure_free_cores();
+  // How many cores two threads get at once, read before and after every pair of blocks: the
+  // fewest is the run's. A program that ran for a while beside the pairs leaves the worker no core of its own.
+  double free_cores = measure_free_cores();
   torch::manual_seed(kModelSeed);
   speedlabs::gpt::GPT model(model_config);
   model->to(device);
@@ -241,6 +243,7 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
       prefetch_ms.push_back(ms_since(start));
     }
     blocks.push_back(static_cast<size_t>(block));
+    free_cores = std::min(free_cores, measure_free_cores());
   };  // each block's loader is stopped while its worker is still making batches ahead
   int pairs = 0;
   for (int done = 0; done < steps; done += kBlock, ++pairs) run_pair(std::min(kBlock, steps - done));
@@ -253,7 +256,7 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   for (const int most = kMaxPairsFactor * pairs; pairs < most && undecided(); ++pairs) run_pair(kBlock);
 
   result.contention = probe.read();
-  result.free_cores = std::min(free_before, measure_free_cores());
+  result.free_cores = free_cores;
   const auto all = torch::stack(losses).cpu();
   if (!torch::isfinite(all).all().item<bool>()) {
     throw speedlabs::RuntimeFailure("the loader comparison's loss is not finite: " + c10::str(all));

@@ -73,7 +73,8 @@ struct FeedResult {
 /// On the CPU the step runs with one intra-op thread fewer than there are cores (at least one), in both
 /// ways, so that the worker has a core of its own. Batches are copied to @p device with
 /// non_blocking=true (from pinned memory on a GPU).
-/// Before and after, a probe measures how many cores this process can really use at once (free_cores).
+/// Before and after each pair of blocks, a probe measures how many cores this process can really use
+/// at once; the fewest it read is free_cores.
 /// Throws speedlabs::RuntimeFailure when a loss is not finite.
 /// @param batches      the batch maker
 /// @param model_config the model's size
