@@ -146,7 +146,7 @@ function(speedlabs_add_gtest name)
   # line of output. gtest_discover_tests also gives every test SKIP_REGULAR_EXPRESSION "[  SKIPPED ]",
   # which no property can take away (CTest adds expressions up), so CTest's own summary can still call a
   # test that printed that line skipped: grading never reads that verdict, only GoogleTest's own record of
-  # each test (tests/support/test_main.cpp, scripts/driver/grade.py).
+  # each test (tests/support/test_main.cpp, grader/grade.py).
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
@@ -178,6 +178,19 @@ function(speedlabs_add_gtest name)
                             "    set_tests_properties(\"\${test}\" PROPERTIES TIMEOUT ${seconds}${serial})\n  endif()\n")
     endforeach()
     set(budgets "foreach(test IN LISTS ${name}_TESTS)\n${budgets}endforeach()\n")
+  endif()
+  # A lab's test named ...FromTheSmokeRun... checks the observations of the lab's smoke run (labNN.smoke, below),
+  # read back from its report (tests/support/smoke_run.h) instead of a --quick run of its own: it requires that
+  # run's fixture (speedlabs_add_lab's labNN_json), so CTest runs the smoke run first, once for all such tests.
+  set(lab_label "")
+  if(T_LABELS)
+    list(GET T_LABELS 0 lab_label)
+  endif()
+  if(lab_label MATCHES "^lab[0-9][0-9]$")
+    string(APPEND budgets "foreach(test IN LISTS ${name}_TESTS)\n"
+                          "  if(test MATCHES \"FromTheSmokeRun\")\n"
+                          "    set_tests_properties(\"\${test}\" PROPERTIES FIXTURES_REQUIRED ${lab_label}_json)\n"
+                          "  endif()\nendforeach()\n")
   endif()
   file(WRITE "${labels_file}"
     "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${T_LABELS}\")\n${budgets}endif()\n")
@@ -340,17 +353,17 @@ function(speedlabs_add_lab)
         speedlabs_use_pch(checked_${label})
         if(SPEEDLABS_EXERCISES STREQUAL "solutions")
           add_test(NAME ${label}.checked_outside
-            COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest $<TARGET_FILE:checked_${label}>)
+            COMMAND python3 "${PROJECT_SOURCE_DIR}/grader/selftest.py" check $<TARGET_FILE:checked_${label}>)
           set_tests_properties(${label}.checked_outside PROPERTIES LABELS ${label} TIMEOUT 300)
-          # Its speed exercises timed outside (scripts/driver/outside_timing.py) or raced to a target outside
-          # (scripts/driver/outside_race.py), where checked.cpp has any: alone on the machine, as a lab program
+          # Its speed exercises timed outside (grader/outside_timing.py) or raced to a target outside
+          # (grader/outside_race.py), where checked.cpp has any: alone on the machine, as a lab program
           # runs, since they time.
           file(READ "${PROJECT_SOURCE_DIR}/tests/${label}/checked.cpp" checked_source)
           foreach(speed IN ITEMS Timed Raced)
             string(TOLOWER "${speed}" kind)
             if(checked_source MATCHES "std::vector<${speed}> ${kind}\\(\\)")
               add_test(NAME ${label}.${kind}_outside
-                COMMAND python3 "${PROJECT_SOURCE_DIR}/scripts/driver/outside_check.py" selftest-${kind}
+                COMMAND python3 "${PROJECT_SOURCE_DIR}/grader/selftest.py" ${kind}
                         $<TARGET_FILE:checked_${label}>)
               set_tests_properties(${label}.${kind}_outside PROPERTIES LABELS ${label} TIMEOUT 600
                                    PROCESSORS ${SPEEDLABS_LOGICAL_CORES})
@@ -364,6 +377,10 @@ function(speedlabs_add_lab)
     # of ./lab test, so no other test shares its cores. Beside one, its timings scattered, each measurement
     # took its whole budget, and the run took three times as long (lab 07: 118 s against 35 s alone).
     set(smoke_json "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.json")
+    # The tour (./lab run) runs each lab as its smoke test does, so that this test can take the tour's run
+    # (tests/smoke.sh): the lab's arguments beyond --quick, one a line.
+    list(JOIN LAB_SMOKE_ARGS "\n" smoke_args)
+    file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/${LAB_PROGRAM}.smoke.args" "${smoke_args}")
     add_test(NAME ${label}.smoke
       COMMAND bash "${PROJECT_SOURCE_DIR}/tests/smoke.sh" "${smoke_json}"
               $<TARGET_FILE:${LAB_PROGRAM}> --quick --json "${smoke_json}" ${LAB_SMOKE_ARGS})

@@ -1,5 +1,5 @@
 // predictions: a lab's questions answered and compared with a saved run, for ./lab check and ./lab grade
-// (scripts/driver/grade_predictions.py). The rules are the lab programs' own (common/predictions.cpp): this
+// (grader/predicted.py). The rules are the lab programs' own (common/predictions.cpp): this
 // program writes the "predictions" section a lab's --json output carries, for a run made earlier and answers
 // given since, or by someone else (a submission graded against this machine's reference run).
 //

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # CI's check that the grader cannot be fooled (called by scripts/ci/check-grading.sh):
-#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03, 05, 09, 10 and 14
+#   1. a submission made of the reference answers with known attacks in labs 01, 02, 03, 04, 05, 09, 10 and 14
 #      (tests/grading/cheats/submission.py: exit(0), an endless loop, a printed "[  SKIPPED ]", a segfault,
 #      a crash in a static initializer, a compile error, the reference reached through __has_include, the
 #      record's token forged from /proc/self/fd or /proc/self/environ or taken by a static initializer, a
 #      daemon that outlives its test and writes into build/ and results.json, answers wrong only at the speed
-#      tests' sizes, lab 10's all-reduce skipped for larger models) graded by ./lab grade --submission: each
+#      tests' sizes, lab 10's all-reduce skipped for larger models, a static initializer reaching for /proc/sys, a
+#      host folder anyone may write, .git and solutions/, lab 02's exercise and the predictions program in the
+#      graded tree, a GPU exercise's pass forged from its own record) graded by ./lab grade --submission: each
 #      attacked exercise scores 0, every other exercise its full points; lab 01 is named three ways (--labs 01,1,001) and must be
 #      graded once; no process of the grade is left, build/ holds no planted file and results.json is
 #      unchanged after it;
@@ -14,9 +16,11 @@
 #      graded tests once read a file the sandbox hides, and an honest lab 05 lost 20 points; lab 04's outside
 #      check runs threads in the sandbox); a submission one folder off is graded as the stubs with a warning;
 #   3. a right but slow lab 01 and lab 10, and lab 13's stub trainer, each with a clock_gettime of its own, which fools a
-#      timing in its process, earn no speed points: the speed is timed (scripts/driver/outside_timing.py) or raced
-#      (scripts/driver/outside_race.py) outside it;
-#   4. SIGTERM to ./lab grade while a test runs ends the grader and the test processes at once, and leaves
+#      timing in its process, earn no speed points: the speed is timed (grader/outside_timing.py) or raced
+#      (grader/outside_race.py) outside it;
+#   4. limits: a fork bomb and a memory hog (lab 12) and a build that never ends (lab 08) cost their labs' points
+#      with the reason in the row, and the grade goes on (--labs 12,08: a later lab first);
+#   5. SIGTERM to ./lab grade while a test runs ends the grader and the test processes at once, and leaves
 #      none of the three result files (an earlier run's included).
 # Only the attacked labs' graded tests are built (build-submission/), from ccache where the reference build
 # compiled the same sources.
@@ -29,9 +33,11 @@ source scripts/driver/common.sh
 scratch="$root/build-cheats"
 rm -rf "$scratch" && mkdir -p "$scratch"
 python3 tests/grading/cheats/submission.py write "$scratch/submission"
+# The canary's folder: on the host anyone may write into it; a graded process that reached it escaped its sandbox.
+mkdir -p "$scratch/open" && chmod 1777 "$scratch/open"
 
 echo "check-cheats: ./lab grade on the cheating submission"
-./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,05,09,10,14 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
+./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,04,05,09,10,14 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
   { cat "$scratch/grade.log" >&2; die "./lab grade failed on the cheating submission"; }
 python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" ||
   { cat "$scratch/grade.log" >&2; die "a cheat earned points, or cost an honest exercise its points (above)"; }
@@ -43,6 +49,10 @@ left="$(pgrep -x speedlabs-cheat || true)"
 python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" >/dev/null ||
   die "results.json changed after ./lab grade had exited"
 [[ ! -e "$root/build/labs/02_float16_limits/lab02.smoke.json.planted" ]] || die "the graded code wrote into the reference build tree"
+[[ -z "$(ls -A "$scratch/open")" ]] || die "the graded code wrote outside its sandbox: $(ls -A "$scratch/open")"
+cmp -s "$scratch/submission/02_float16_limits/exercise.cpp" build-submission/exercises/02_float16_limits/exercise.cpp ||
+  die "lab 01's code rewrote the graded tree's copy of lab 02's exercise"
+echo "  no canary, lab 02's exercise as submitted, blank predictions scored 0"
 
 echo "check-cheats: a submission file that is a symbolic link to the reference is refused (exit 2)"
 mkdir -p "$scratch/linked/02_float16_limits"
@@ -51,9 +61,9 @@ status=0
 ./lab grade --submission "$scratch/linked" --labs 02 --out "$scratch/linked-grade" >"$scratch/linked.log" 2>&1 || status=$?
 ((status == 2)) && grep -q "symbolic link" "$scratch/linked.log" || { cat "$scratch/linked.log" >&2; die "a symlinked submission file was not refused (exit $status)"; }
 
-echo "check-cheats: an honest submission (labs 02, 04 and 05) graded right after the cheating one earns its points"
+echo "check-cheats: an honest submission (labs 05, 04 and 02: a later lab first) graded right after the cheating one earns its points"
 python3 tests/grading/cheats/submission.py honest "$scratch/honest"
-./lab grade --submission "$scratch/honest" --labs 02,04,05 --out "$scratch/honest-grade" >"$scratch/honest.log" 2>&1 ||
+./lab grade --submission "$scratch/honest" --labs 05,04,02 --out "$scratch/honest-grade" >"$scratch/honest.log" 2>&1 ||
   { cat "$scratch/honest.log" >&2; die "./lab grade failed on the honest submission"; }
 python3 - "$scratch/honest-grade/results.json" <<'PY' || { cat "$scratch/honest.log" >&2; die "the honest submission lost points after the cheating one"; }
 import json, sys
@@ -71,6 +81,13 @@ python3 tests/grading/cheats/submission.py clock "$scratch/clock"
   { cat "$scratch/clock.log" >&2; die "./lab grade failed on the clock submission"; }
 python3 tests/grading/cheats/submission.py verify-clock "$scratch/clock-grade/results.json" ||
   { cat "$scratch/clock.log" >&2; die "a clock that hides the exercise's time earned speed points (above)"; }
+
+echo "check-cheats: a fork bomb and a 4 GiB memory hog (lab 12, memory limited to 2 GiB), a build that never ends (lab 08, limited to 20 s)"
+python3 tests/grading/cheats/submission.py limits "$scratch/limits"
+SPEEDLABS_SANDBOX_BUILD_S=20 SPEEDLABS_SANDBOX_MEMORY_MB=2048 ./lab grade --submission "$scratch/limits" --labs 12,08 --out "$scratch/limits-grade" \
+  >"$scratch/limits.log" 2>&1 || { cat "$scratch/limits.log" >&2; die "./lab grade failed on the limits submission"; }
+python3 tests/grading/cheats/submission.py verify-limits "$scratch/limits-grade/results.json" ||
+  { cat "$scratch/limits.log" >&2; die "a limit did not stop its attack with a clear row (above)"; }
 
 echo "check-cheats: a submission one folder off (FOLDER/labs/NN_topic/) is graded as the stubs, and said"
 mkdir -p "$scratch/nested" && cp -r "$scratch/honest" "$scratch/nested/labs"
@@ -96,7 +113,7 @@ status=0
 wait "$driver" || status=$?
 ((status == 143)) || { cat "$scratch/stopped.log" >&2; die "./lab grade exited $status on SIGTERM, not 143"; }
 sleep 0.5
-left="$(pgrep -f "$root/build-submission/labs/01_vectorize/test_lab01_graded|grade_run.py|sandbox.py" || true)"
+left="$(pgrep -f "$root/build-submission/labs/01_vectorize/test_lab01_graded|run_tests.py|sandbox.py" || true)"
 [[ -z "$left" ]] || { ps -o pid,args -p "${left//$'\n'/,}" >&2; die "processes left running after SIGTERM (above)"; }
 leftover="$(ls -A "$stopped")"
 [[ -z "$leftover" ]] || die "an interrupted grade left files in --out: $leftover"

@@ -3,7 +3,7 @@
 #   1. with the labs/ stubs and blank predictions as they are, ./lab grade gives no points: every graded test
 #      fails, every prediction is blank, and the number of failing graded tests is printed (lab 13's stub is a
 #      working trainer: it earns its contract's points and none for speed);
-#   2. the same graded tests, linked with the reference solutions, graded by the same scripts/driver/grade.py, give
+#   2. the same graded tests, linked with the reference solutions, graded by the same grader/grade.py, give
 #      full points for every exercise graded on this machine (GPU ones are skipped here), speed included, and
 #      with the reference predictions (solutions/NN_topic/predictions.toml) full marks for predictions; results.json
 #      has Gradescope's fields. Their results come from the JUnit file the last ./lab test wrote
@@ -49,9 +49,9 @@ else:
     # be right on each. A machine-dependent one (a band around, or a side of, this run's measurement) was
     # answered for the 2-core machine the suite is kept on, quiet; a busier run or another CPU may move it
     # out of its band, so it is compared and counted here, not required.
-    sys.path.insert(0, "scripts/driver")
+    sys.path.insert(0, "grader")
     import os
-    import grade_predictions as graded
+    import predicted as graded
     os.environ["SPEEDLABS_PREDICTIONS_DIR"] = "solutions"
     wrong, dependent_off = [], []
     for path in sorted(__import__("glob").glob("solutions/*/predictions.toml")):
@@ -105,7 +105,7 @@ mapfile -t ids < <(for points in tests/lab[0-9][0-9]/points.tsv; do basename "$(
 out="$root/build/grade-solutions"
 rm -rf "$out" && mkdir -p "$out"
 # The reference predictions (solutions/NN_topic/predictions.toml) in place of the blank ones.
-SPEEDLABS_PREDICTIONS_DIR="$root/solutions" python3 scripts/driver/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
+SPEEDLABS_PREDICTIONS_DIR="$root/solutions" python3 grader/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
 verify "$out/results.json" "$junit" solutions
 
 bash scripts/ci/check-cheats.sh

@@ -2,7 +2,7 @@
 """A lab's predictions (labs/NN_topic/predictions.toml) read, for the lesson pages (scripts/driver/lab_pages.py),
 ./lab release and the lint below. Nothing here compares an answer with a run: the rules live once, in C++
 (common/predictions.cpp), which the lab programs and ./lab check and ./lab grade use
-(scripts/driver/grade_predictions.py).
+(grader/predicted.py).
 
 A file holds [[question]] tables: id (the observation), field (a path inside its `measured`: "a.b", "list.0";
 none for the value itself), question, unit, why (optional), answer ("" while blank; a number, inf, a word in

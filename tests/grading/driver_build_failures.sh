@@ -6,9 +6,10 @@ set -euo pipefail
 source_root="$1"
 scratch="$(mktemp -d)"
 trap 'rm -rf -- "$scratch"' EXIT
-mkdir -p "$scratch/scripts/driver" "$scratch/labs/05_gpt2" "$scratch/bin" "$scratch/torch"
+mkdir -p "$scratch/scripts/driver" "$scratch/grader" "$scratch/labs/05_gpt2" "$scratch/bin" "$scratch/torch"
 cp "$source_root/lab" "$scratch/"
-cp "$source_root/scripts/driver/common.sh" "$source_root/scripts/driver/graded.sh" "$source_root/scripts/driver/build_estimate.py" \
+cp "$source_root/grader/build.sh" "$scratch/grader/"
+cp "$source_root/scripts/driver/common.sh" "$source_root/scripts/driver/build_estimate.py" \
   "$scratch/scripts/driver/"
 printf 'exit 0\n' >"$scratch/scripts/driver/setup.sh"  # nothing to install here
 printf '# 05: a lab\n' >"$scratch/labs/05_gpt2/README.md"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/driver/grade.py on runs made by hand: what each way of fooling the grader looks like to it (CTest's JUnit,
+"""grader/grade.py on runs made by hand: what each way of fooling the grader looks like to it (CTest's JUnit,
 the tests' own records of their ends), and that it gives no point for any of them.
 
   python3 tests/grading/test_grade.py REPO_ROOT [PREDICTIONS_PROGRAM]
@@ -21,8 +21,8 @@ from unittest import mock
 
 ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
 TOOL = Path(sys.argv.pop(1) if len(sys.argv) > 1 else ROOT / "build/bin/predictions")  # compares predictions
-sys.path.insert(0, str(ROOT / "scripts/driver"))
-spec = importlib.util.spec_from_file_location("grade", ROOT / "scripts/driver/grade.py")
+sys.path.insert(0, str(ROOT / "grader"))
+spec = importlib.util.spec_from_file_location("grade", ROOT / "grader/grade.py")
 grade = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(grade)
 
@@ -116,6 +116,20 @@ class CannotBeFooled(unittest.TestCase):
         self.assertEqual((tests["sum_squares_torch"]["score"], tests["sum_squares_torch"]["max_score"]), (0, 0))
         self.assertIn("needs a CUDA GPU", tests["sum_squares_torch"]["output"])
 
+    def test_a_gpu_exercise_passed_by_its_own_record_is_not_graded(self):
+        # Lab 04's GPU kernel, its test process saying "end TOKEN passed" on a grader that checked nothing outside
+        # (no GPU here): 0 of 0, skipped with the reason, whatever the record says. Checked outside: graded.
+        name = "Lab04_launch_sum_squares_reduction.Works"
+        self.run.test(name, f"start {TOKEN}\nend {TOKEN} passed\n")
+        tests = self.run.grade(labs=("04",))
+        part = tests["launch_sum_squares_reduction"]
+        self.assertEqual((part["score"], part["max_score"]), (0, 0))
+        self.assertIn("could not check it outside your process", part["output"])
+        (self.run.dir / "checked").mkdir()
+        (self.run.dir / "checked" / "Lab04_launch_sum_squares_reduction").write_text("passed\n")
+        part = self.run.grade(labs=("04",))["launch_sum_squares_reduction"]
+        self.assertEqual((part["score"], part["max_score"]), (10, 10))
+
     def test_loop_is_named_a_timeout(self):
         self.assert_scores_zero("sum_squares_torch", f"start {TOKEN}\n", f"timed out after {BUDGET:g} s",
                                 status="fail", time=BUDGET + 0.01)
@@ -203,7 +217,7 @@ class CannotBeFooled(unittest.TestCase):
     def test_a_lab_that_did_not_build_says_why_and_scores_zero(self):
         # ./lab left the lab's tests out (RUN_DIR/builds/01): none ran, and the line says what stopped them.
         for outcome, text in (("compile_error", "does not compile"), ("crashed_at_start", "crashed before any test"),
-                              ("changed_after_build", "changed after they were built")):
+                              ("build_timeout", "ran past its time limit")):
             with self.subTest(outcome=outcome):
                 (self.run.dir / "builds").mkdir(exist_ok=True)
                 (self.run.dir / "builds" / "01").write_text(outcome + "\n")

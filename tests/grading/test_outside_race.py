@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/driver/outside_race.py on synthetic races (no lab built): the score from both sides' times, its share,
+"""grader/outside_race.py on synthetic races (no lab built): the score from both sides' times, its share,
 scattered or busy segments undecided, too few segments decided only when every one earns the same, a failed side,
 a process that used more than its CPU; and, on real processes, that stopping a sandbox's tree stops every process
 in it (a child and a grandchild that spin) until it is let go. The processes themselves race in the CTest
@@ -15,7 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 ROOT = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "driver"))
+sys.path.insert(0, str(ROOT / "grader"))
 import outside_race  # noqa: E402
 import outside_timing  # noqa: E402
 from outside_race import Segment, Spec  # noqa: E402

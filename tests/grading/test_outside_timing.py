@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/driver/outside_timing.py's verdicts on synthetic timings (no lab built): a fraction scored by the
+"""grader/outside_timing.py's verdicts on synthetic timings (no lab built): a fraction scored by the
 thresholds, a busy machine or scattered rounds undecided unless even the most the load could do leaves the share
 the same, a wrong timed output, a process that used more than its
 CPU and a failed process scoring nothing. The processes themselves are timed by the CTests labNN.timed_outside.
@@ -12,7 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 ROOT = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "driver"))
+sys.path.insert(0, str(ROOT / "grader"))
 import outside_timing  # noqa: E402
 from outside_timing import Run  # noqa: E402
 

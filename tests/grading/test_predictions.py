@@ -31,18 +31,19 @@ from unittest import mock
 ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
 TOOL = Path(sys.argv.pop(1) if len(sys.argv) > 1 else ROOT / "build/bin/predictions")  # compares predictions
 sys.path.insert(0, str(ROOT / "scripts/driver"))
+sys.path.insert(0, str(ROOT / "grader"))
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"scripts/driver/{name}.py")
+def load(name, folder="scripts/driver"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 predictions = load("predictions")
-grade = load("grade")
-graded = sys.modules["grade_predictions"]  # the module grade.py compares predictions through
+grade = load("grade", "grader")
+graded = sys.modules["predicted"]  # the module grade.py compares predictions through
 lab_pages = load("lab_pages")
 LABS = sorted(p.parent.name[:2] for p in ROOT.glob("labs/[0-9][0-9]_*/predictions.toml"))
 TOKEN = "0123456789abcdef0123456789abcdef"

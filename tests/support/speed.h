@@ -11,7 +11,7 @@
 /// the points is 1 at or above @c full, 0 at or below @c zero, linear between. The share is recorded as
 /// the GoogleTest property "speedlabs_speed_score", which only the harness (tests/support/test_main.cpp)
 /// writes to the run's record under its token; the line printed here is for the reader (and for grading
-/// the reference from ./lab test's own run, scripts/driver/grade.py --ctest-verdicts).
+/// the reference from ./lab test's own run, grader/grade.py --ctest-verdicts).
 #pragma once
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 //
 // A graded test earns points only when it ran to its own end, which nothing the code under test prints can
 // prove: a test that stops at std::exit(0) looks, to CTest, like a pass, and a printed "[  SKIPPED ]" like a
-// skip. So when ./lab check or ./lab grade runs a graded test (scripts/driver/grade_run.py, one process per
+// skip. So when ./lab check or ./lab grade runs a graded test (grader/run_tests.py, one process per
 // test, each in its own sandbox), it hands the process a socket and a random token made for that process
 // alone, in SPEEDLABS_GRADE_FD and SPEEDLABS_GRADE_TOKEN. This main takes both out of the environment before
 // any test runs (the token's characters are overwritten where /proc/self/environ shows them too) and

@@ -10,6 +10,9 @@
                                   its time hidden the same way; FOLDER/13_speedrun/exercise.cpp: the stub trainer
                                   hiding its steps' time the same way
   submission.py verify-clock RESULTS
+  submission.py limits FOLDER     FOLDER/12_fusion/exercise.cpp: a fork bomb and a memory hog;
+                                  FOLDER/08_memory/exercise.cpp: a build that never ends (its test listing sleeps)
+  submission.py verify-limits RESULTS
 
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
 with no function named, at the end of the file), so the attacked exercise must score 0 and every other
@@ -46,6 +49,29 @@ DAEMON = (
     "::close(f); for (int i = 0; i < 300; ++i) { int r = ::open(\"{results}\", O_WRONLY | O_TRUNC); if (r >= 0) { "
     'dprintf(r, "{\\"score\\": 999, \\"tests\\": []}\\n"); ::close(r); } ::usleep(100000); } } ::_exit(0); } '
     "return 0; }();")
+# A static initializer (in every test process, and while the build lists the tests) that reaches for the host and
+# for other labs: it writes /proc/sys back with its own value and, only where that worked, a canary; a canary in a
+# host folder anyone may write (CANARY, made by check-cheats.sh); lab 02's answer from git history or solutions/
+# over the graded tree's copy of lab 02's exercise; a predictions program of its own over the graded tree's.
+REACH_OUT = (
+    "static const int speedlabs_reach = [] { int k = ::open(\"/proc/sys/kernel/printk_ratelimit\", O_RDWR); "
+    "if (k >= 0) { char b[32] = {0}; ssize_t n = ::read(k, b, sizeof b - 1); if (n > 0 && ::pwrite(k, b, n, 0) == n) "
+    "{ int c = ::open(\"{canary}.proc-sys\", O_WRONLY | O_CREAT, 0644); if (c >= 0) ::close(c); } ::close(k); } "
+    "int c = ::open(\"{canary}\", O_WRONLY | O_CREAT, 0644); if (c >= 0) ::close(c); "
+    "FILE* g = ::popen(\"git -C {root} show HEAD:solutions/02_float16_limits/exercise.cpp 2>/dev/null || "
+    "cat {root}/solutions/02_float16_limits/exercise.cpp\", \"r\"); static char answer[1 << 16]; size_t n = g ? "
+    "std::fread(answer, 1, sizeof answer, g) : 0; if (g) ::pclose(g); if (n > 100) { int f = ::open(\"{tree}/"
+    "exercises/02_float16_limits/exercise.cpp\", O_WRONLY | O_TRUNC); if (f >= 0) { (void)!::write(f, answer, n); "
+    "::close(f); } } int p = ::open(\"{tree}/bin/predictions\", O_WRONLY | O_TRUNC); if (p >= 0) { "
+    "dprintf(p, \"#!/bin/sh\\necho forged\\n\"); ::close(p); } return 0; }();")
+# A GPU exercise's passing end, forged from the token and socket of the environment by a static initializer in the
+# process that runs that exercise's test (on a grader without a GPU the test itself would only be skipped).
+GPU_FORGE = (
+    "static const int speedlabs_gpu = [] { char cmd[4096] = {0}; int f = ::open(\"/proc/self/cmdline\", O_RDONLY); "
+    "ssize_t n = f < 0 ? 0 : ::read(f, cmd, sizeof cmd - 1); if (f >= 0) ::close(f); for (ssize_t i = 0; i < n; ++i) "
+    "if (!cmd[i]) cmd[i] = ' '; const char* token = std::getenv(\"SPEEDLABS_GRADE_TOKEN\"); const char* fd = "
+    "std::getenv(\"SPEEDLABS_GRADE_FD\"); if (std::strstr(cmd, \"launch_sum_squares_reduction\") && token && fd) "
+    "{ dprintf(std::atoi(fd), \"start\\nend %s passed\\n\", token); std::_Exit(0); } return 0; }();")
 # (lab folder, exercise function, first statement of its body, why)
 ATTACKS = [
     ("01_vectorize", "sum_squares_eigen", "std::exit(0);",
@@ -103,7 +129,34 @@ ATTACKS = [
         "{results}", f"{ROOT}/build-cheats/grade/results.json"),
      "a daemon that outlives its test, plants a file in the reference build tree and rewrites results.json: killed with "
      "its sandbox, which sees the build tree read-only and no --out folder; lab 09 keeps its points"),
+    ("01_vectorize", None, REACH_OUT.replace("{canary}", f"{ROOT}/build-cheats/open/escaped").replace(
+        "{root}", str(ROOT)).replace("{tree}", f"{ROOT}/build-submission"),
+     "reaching out of the sandbox: /proc/sys, a host folder anyone may write, .git and solutions/ for lab 02's answer, "
+     "the graded tree's lab 02 exercise and its predictions program: none of it is there or writable"),
+    ("04_measure", None, GPU_FORGE,
+     "a GPU exercise passed by its own record on a grader without a GPU: graded 0 of 0, whatever the record says"),
 ]
+# Limits (graded on their own, --labs 12,08: a later lab first): a fork bomb and a memory hog in lab 12 stop at the
+# sandbox's process and memory limits (each aborts where its limit refuses it); lab 08's test listing, the build's last step, sleeps past the build's limit.
+LIMITS = [
+    ("12_fusion", "chunk_forward",
+     "for (;;) { pid_t p = ::fork(); if (p == 0) { ::pause(); ::_exit(0); } if (p < 0) std::abort(); }",
+     "a fork bomb: stopped at the sandbox's process limit (the exercise aborts there)"),
+    ("12_fusion", "chunk_backward",
+     "try { std::vector<char> hog(size_t{4} << 30, 1); (void)hog; } catch (const std::bad_alloc&) { std::abort(); }",
+     "a memory hog of 4 GiB, which this machine could give: refused at the sandbox's memory limit (check-cheats.sh "
+     "sets it to 2 GiB), and the exercise aborts there"),
+    ("08_memory", None,
+     "static const int speedlabs_sleep = [] { char cmd[4096] = {0}; int f = ::open(\"/proc/self/cmdline\", O_RDONLY); "
+     "ssize_t n = f < 0 ? 0 : ::read(f, cmd, sizeof cmd - 1); if (f >= 0) ::close(f); for (ssize_t i = 0; i < n; ++i) "
+     "if (!cmd[i]) cmd[i] = ' '; if (std::strstr(cmd, \"--gtest_list_tests\")) ::sleep(50); return 0; }();",
+     "a build that does not end: listing the tests sleeps past the build's limit (check-cheats.sh sets it to 20 s)"),
+]
+EXPECTED_LIMITS = {
+    "lab 12: chunk_forward": (0, 10, "SIGABRT"),
+    "lab 12: chunk_backward": (0, 20, "SIGABRT"),
+    "lab 08: checkpointed_block": (0, 10, "ran past its time limit"),
+}
 # A right answer made several times slower, and a clock_gettime of its own that hides most of that time: it
 # replaces the C library's for the whole test program, so the graded test, which times in the student's process,
 # sees an answer as fast as the reference's; the grader's clock, outside, does not.
@@ -163,7 +216,7 @@ EXPECTED_CLOCK = {
 }
 
 INCLUDES = ("#include <cmath>\n#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
-            "#include <fcntl.h>\n#include <sys/prctl.h>\n#include <unistd.h>\n")
+            "#include <new>\n#include <vector>\n#include <fcntl.h>\n#include <sys/prctl.h>\n#include <unistd.h>\n")
 
 # What ./lab grade must give each attacked lab's exercises: (score, max_score, a piece of the output).
 EXPECTED = {
@@ -179,6 +232,9 @@ EXPECTED = {
     "lab 03: next_scale_state": (0, 10, "crashed before any test started"),
     "lab 03: GradScaler": (0, 20, "crashed before any test started"),
     "lab 03: mixed_precision_step": (0, 10, "crashed before any test started"),
+    "lab 04: measure": (10, 10, "passed"),
+    "lab 04: launch_sum_squares_reduction": (0, 0, "could not check it outside your process"),
+    "lab 04: measure_pair": (10, 10, "passed"),
     "lab 05: causal_attention": (0, 10, "does not compile"),
     "lab 05: train_step": (0, 20, "does not compile"),
     "lab 09: online_softmax": (0, 10, "ended before the test did"),
@@ -206,13 +262,13 @@ def attack(text, function, statement):
     return text[:body + 1] + " " + statement + " " + text[body + 1:]
 
 
-def write(folder):
+def write(folder, attacks=ATTACKS):
     folder = Path(folder)
     if folder.exists():
         shutil.rmtree(folder)
     # The exercises only: a submission's predictions are its own, and this one makes none (blank, 0 points).
     shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("predictions.toml"))
-    for lab, function, statement, _ in ATTACKS:
+    for lab, function, statement, _ in attacks:
         path = folder / lab / "exercise.cpp"
         text = path.read_text()
         if not text.startswith(INCLUDES):
@@ -241,10 +297,10 @@ def clock(folder):
                                                                       "namespace lab13 {", 1))
 
 
-def verify_clock(results_path):
+def verify_clock(results_path, expected=EXPECTED_CLOCK):
     tests = {t["name"]: t for t in json.loads(Path(results_path).read_text())["tests"]}
     problems = []
-    for name, (score, max_score, text) in EXPECTED_CLOCK.items():
+    for name, (score, max_score, text) in expected.items():
         got = tests.get(name, {"score": None, "max_score": None, "output": "not in results.json"})
         print(f"  {name}: {got['score']} / {got['max_score']}, {got['output'][:200]}")
         undecided = name.endswith("_speed") and got["score"] == 0 and got["max_score"] == 0 and \
@@ -319,5 +375,10 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "verify-clock":
         sys.exit(verify_clock(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "limits":
+        write(sys.argv[2], LIMITS)
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "verify-limits":
+        sys.exit(verify_clock(sys.argv[2], EXPECTED_LIMITS))
     print(__doc__, file=sys.stderr)
     sys.exit(2)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A lab's predictions as ./lab check and ./lab grade show and score them (scripts/driver/grade.py).
+"""A lab's predictions as ./lab check and ./lab grade show and score them (grader/grade.py).
 
 The rules live once, in C++ (common/predictions.cpp): each lab program prints its predictions beside its
 measurements and writes the comparison into its --json output (the "predictions" section). For a run made
@@ -17,13 +17,14 @@ Standard library only.
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = ROOT / "tests" / "grading" / "weights.toml"
 
 
@@ -81,17 +82,27 @@ def student_run_path(lab):
     return ROOT / "build-student" / "runs" / f"lab{lab}.json"
 
 
+def check_run_flags():
+    """The shared flags given to ./lab check (SPEEDLABS_CHECK_RUN_FLAGS, shell words), for the run it makes;
+    None when none were given."""
+    words = os.environ.get("SPEEDLABS_CHECK_RUN_FLAGS")
+    return shlex.split(words) if words else None
+
+
 def make_student_run(lab, path):
-    """Runs lab @p lab here the way the student does (./lab run NN, which builds it first), --quick, its report
-    written to @p path; its output goes to .cache/check-run-NN.log. Returns the output's last line (why a run
-    that wrote no report stopped: an exercise still a stub, say)."""
+    """Runs lab @p lab here the way the student does (./lab run NN, which builds it first), --quick with the
+    flags given to ./lab check, its report kept at @p path (./lab run keeps it there beside a --json of the
+    user's); its output goes to .cache/check-run-NN.log. Returns the output's last line (why a run that wrote
+    no report stopped: an exercise still a stub, say)."""
     log = ROOT / ".cache" / f"check-run-{lab}.log"
     print(f"lab {lab}: no run of yours to compare your predictions with yet: running ./lab run {lab} --quick "
           f"(output in .cache/{log.name})", file=sys.stderr, flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w", encoding="utf-8") as out:
-        subprocess.run([str(ROOT / "lab"), "run", lab, "--quick", "--json", str(path)], cwd=ROOT, stdout=out,
+        flags = check_run_flags() or []
+        own_json = [] if "--json" in flags else ["--json", str(path)]
+        subprocess.run([str(ROOT / "lab"), "run", lab, "--quick", *flags, *own_json], cwd=ROOT, stdout=out,
                        stderr=subprocess.STDOUT, check=False)
     lines = [l for l in log.read_text(encoding="utf-8", errors="replace").splitlines() if l.strip()]
     return lines[-1].strip() if lines else ""
@@ -101,7 +112,8 @@ def student_run(lab, make=True):
     """(path, where) of the student's latest run of lab @p lab on this machine (student_run_path), made first
     when there is none and @p make; where says which run it is, with its time. (None, why) when there is none."""
     path = student_run_path(lab)
-    stopped = make_student_run(lab, path) if make and not path.exists() else None
+    fresh = make and (not path.exists() or check_run_flags() is not None)  # flags given: a run made with them
+    stopped = make_student_run(lab, path) if fresh else None
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     if not readable_run(path):
         if stopped is not None:
@@ -151,7 +163,7 @@ def predicted(lab, tool, mine=False):
     answers = Path(given) / folder / "predictions.toml" if given else blank
     if not answers.exists() and not answers.is_symlink():
         answers = blank  # the submission has no file: the blank one
-    run, result.where = student_run(lab, make=False) if mine else measured_run(lab)
+    run, result.where = student_run(lab, make=check_run_flags() is not None) if mine else measured_run(lab)
     if given and answers.is_symlink():  # a submission's link (to the reference's answers, say) is not its file
         answered, result.error = None, f"{answers} is a symbolic link: a predictions file is the file itself"
     else:

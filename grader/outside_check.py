@@ -1,16 +1,12 @@
 #!/usr/bin/env python3
 """The outside check of the graded exercises (tests/support/checked.h; docs/grading.md).
 
-  outside_check.py selftest PROGRAM   a CTest on the reference build: for each exercise PROGRAM lists, its outputs
-                                      read back pass, one changed byte, a cut file and a bad seed do not
-  outside_check.py selftest-timed PROGRAM
-                                      the same for its timed speed exercises (outside_timing.py's selftest)
-  outside_check.py selftest-raced PROGRAM
-                                      its raced speed exercises: a race and the judge (outside_race.py's selftest)
+selftest(PROGRAM) (grader/selftest.py check PROGRAM, a CTest on the reference build): for each exercise PROGRAM
+lists, its outputs read back pass, one changed byte, a cut file and a bad seed do not.
 
-check_lab() (called by grade_run.py in ./lab grade): for each exercise the reference's checked_labNN lists, a
+check_lab() (called by run_tests.py in ./lab grade): for each exercise the reference's checked_labNN lists, a
 seed drawn now; the student's checked_labNN writes that exercise's outputs on the seed's inputs into a pipe,
-in a sandbox of its own (scripts/driver/sandbox.py) and within the exercise's budget; the reference's
+in a sandbox of its own (grader/sandbox.py) and within the exercise's budget; the reference's
 checked_labNN, outside any sandbox, draws the same inputs, computes its own outputs and compares. The verdict
 goes to RUN_DIR/checked/LabNN_<exercise>, "passed" or "failed <why>", written here, never by graded code.
 Standard library only.
@@ -26,27 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sandbox  # noqa: E402
+from processes import graded_env, last_said, listed  # noqa: E402,F401
 
 MAX_OUTPUT = 64 << 20  # bytes of outputs taken from the student's process
 
 
-def listed(program, command="list"):
-    """The lines @p program prints for @p command (list: the checked exercises; list-timed: the timed ones)."""
-    done = subprocess.run([str(program), command], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"{program} {command} failed: {done.stderr.strip()}")
-    return [line for line in done.stdout.splitlines() if line.strip()]
-
-
-def graded_env():
-    """This environment without the grade's own variables (its token): what graded code is given."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("SPEEDLABS_GRADE")}
-
-
-def last_said(log):
-    """The last three lines a process wrote into @p log (a file), joined: what a failure message quotes."""
-    log.seek(0)
-    return " | ".join(line.strip() for line in log.read(4096).decode(errors="replace").splitlines()[-3:] if line.strip())
 
 
 def produce(program, exercise, seed, budget, hidden=(), sandboxed=True):
@@ -129,7 +109,7 @@ def selftest(program):
     # Every checked exercise is one of the lab's graded exercises (tests/labNN/points.tsv): a verdict under any
     # other name would be read by no one.
     lab = program.name.removeprefix("checked_lab")
-    points = Path(__file__).resolve().parents[2] / f"tests/lab{lab}/points.tsv"
+    points = Path(__file__).resolve().parents[1] / f"tests/lab{lab}/points.tsv"
     graded = {line.split("\t")[0] for line in points.read_text().splitlines()[1:] if line.strip()}
     problems += [f"{name}: not an exercise of {points}" for name in listed(program) if name not in graded]
     with tempfile.TemporaryDirectory() as scratch:
@@ -155,16 +135,3 @@ def selftest(program):
     for problem in problems:
         print("FAIL " + problem)
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "selftest":
-        sys.exit(selftest(Path(sys.argv[2]).resolve()))
-    if len(sys.argv) == 3 and sys.argv[1] == "selftest-timed":
-        import outside_timing  # noqa: E402
-        sys.exit(outside_timing.selftest(Path(sys.argv[2]).resolve()))
-    if len(sys.argv) == 3 and sys.argv[1] == "selftest-raced":
-        import outside_race  # noqa: E402
-        sys.exit(outside_race.selftest(Path(sys.argv[2]).resolve()))
-    print(__doc__, file=sys.stderr)
-    sys.exit(2)

@@ -9,13 +9,14 @@
                                                    reference solutions, from ./lab test's own JUnit)
 
 RUN_DIR is what ./lab check and ./lab grade leave inside the build tree they graded (build-student/check-run,
-build-submission/grade-run): junit.xml, builds/NN and ends/<Suite.Test> (scripts/driver/grade_results.py says
+build-submission/grade-run): junit.xml, builds/NN and ends/<Suite.Test> (grader/results.py says
 what each holds and how a test passes). JUNIT is a build tree's ctest-junit.xml. Predictions are compared by
-that build tree's `predictions` program (scripts/driver/grade_predictions.py).
+the reference build's `predictions` program (build/bin/predictions; grader/predicted.py), never
+by one of the graded tree, where graded code ran.
 
-The path a maintainer follows: read_results (grade_results.py) fills each exercise from the run; predicted
-(grade_predictions.py) gives each lab's predictions; check prints both, grade scores both and writes the
-three files (grade_output.py).
+The path a maintainer follows: read_results (results.py) fills each exercise from the run; predicted
+(predicted.py) gives each lab's predictions; check prints both, grade scores both and writes the
+three files (output.py).
 Standard library only, so it runs on any Python 3 without the .venv.
 """
 import json
@@ -23,9 +24,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grade_output import junit_with_predictions, write_all_or_none  # noqa: E402
-from grade_predictions import predicted, prediction_line, prediction_points, tool_of  # noqa: E402
-from grade_results import Exercise, exercises_of, message, own_score, read_results  # noqa: E402,F401
+from output import junit_with_predictions, write_all_or_none  # noqa: E402
+from predicted import predicted, prediction_line, prediction_points, tool_of  # noqa: E402
+from results import Exercise, exercises_of, gpu_only_outside, message, own_score, read_results  # noqa: E402,F401
 
 LABELS = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "missing": "FAIL", "undecided": "UNDECIDED"}
 
@@ -90,6 +91,8 @@ def grade(junit, out_dir, labs, run, tool):
     they could not be written."""
     exercises = exercises_of(labs)
     read_results(junit, exercises, run)
+    if run is not None:
+        gpu_only_outside(run, exercises)
     tests = [exercise_part(e) for e in exercises]
     rows = ["| lab | exercise | points | result |", "|---|---|---|---|"]
     rows += [f"| {e.lab} | {e.name} | {t['score']:g} / {e.points:g} | {e.status} |" for e, t in zip(exercises, tests)]
@@ -123,7 +126,8 @@ def main(argv):
         command, mode, source, rest = args[0], args[1], args[2], args[3:]
         run = source if mode == "--run" else None
         junit = str(Path(source) / "junit.xml") if run else source
-        tool = tool_of(Path(source).resolve().parent)  # both live in the build tree graded
+        # The reference build's program, never the graded tree's: graded code ran in that tree.
+        tool = tool_of(Path(__file__).resolve().parents[1] / "build")
         if command == "check" and rest:
             return check(junit, rest, run, tool)
         if command == "grade" and len(rest) >= 2:

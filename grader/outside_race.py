@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Speed exercises raced to a target outside the student's process (./lab grade; docs/grading.md, "Raced outside").
 
-race_lab() (called by grade_run.py in ./lab grade): for each raced exercise the reference's checked_labNN lists
+race_lab() (called by run_tests.py in ./lab grade): for each raced exercise the reference's checked_labNN lists
 (tests/support/checked.h, Raced: NAME FULL ZERO TARGET SEGMENT_STEPS STEP_CAP), a race of two processes handed the
 same fresh seed: the student's checked_labNN training with the exercise and the reference's training with the
-best (the lab's baseline), each in a sandbox of its own (scripts/driver/sandbox.py) on the same one CPU. One runs
+best (the lab's baseline), each in a sandbox of its own (grader/sandbox.py) on the same one CPU. One runs
 at a time: the other's whole sandbox is stopped (SIGSTOP to every process in it, so no helper works on while it
 waits). A side runs one segment (SEGMENT_STEPS steps; the first also sets the trainer up), writes its weights
 and is stopped again; its time is this grader's clock over its segments, each to the moment it is stopped. While both are stopped, the reference's
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outside_check  # noqa: E402
+import processes  # noqa: E402
 import outside_timing  # noqa: E402
 import sandbox  # noqa: E402
 
@@ -53,7 +53,7 @@ class Spec:
 
 def listed(program):
     """A Spec of each raced exercise @p program lists."""
-    rows = [line.split() for line in outside_check.listed(program, "list-raced")]
+    rows = [line.split() for line in processes.listed(program, "list-raced")]
     return [Spec(name, float(full), float(zero), float(target), int(steps), int(cap))
             for name, full, zero, target, steps, cap in rows]
 
@@ -97,7 +97,7 @@ class Racer:
         self.segments, self.losses = [], []
         self.done, self.reached, self.why = False, False, ""
         self.read_end, write_end = os.pipe()
-        environment = outside_check.graded_env()
+        environment = processes.graded_env()
         environment["OMP_NUM_THREADS"] = "1"  # one CPU for each side: libtorch's pool the same size for both
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
@@ -150,7 +150,7 @@ class Racer:
     def said(self):
         if self.process.poll() is None:
             return ""
-        code, said = self.process.returncode, outside_check.last_said(self.log)
+        code, said = self.process.returncode, processes.last_said(self.log)
         return f" (exit code {code}" + (f": {said})" if said else ")")
 
     def seconds(self):
@@ -182,7 +182,7 @@ class Judge:
         self.process.stdin.flush()
         line = self.process.stdout.readline().strip()
         if not line:
-            raise RuntimeError(f"the reference's judge-raced ended: {outside_check.last_said(self.log)}")
+            raise RuntimeError(f"the reference's judge-raced ended: {processes.last_said(self.log)}")
         number, _, why = line.partition(" ")
         return float(number), why
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The files ./lab grade writes (scripts/driver/grade.py): junit.xml with one test case per prediction, and
+"""The files ./lab grade writes (grader/grade.py): junit.xml with one test case per prediction, and
 all of summary.md, results.json and junit.xml written together, or none. Standard library only."""
 import os
 import xml.etree.ElementTree as ET

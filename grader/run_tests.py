@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Runs the graded tests of a build, each test in a sandbox of its own (./lab check, ./lab grade).
 
-  grade_run.py BUILD RUN_DIR LAB...
+  run_tests.py BUILD RUN_DIR LAB...
 
 Lists the graded tests (suites LabNN_<exercise>) of BUILD (the lists gtest_discover_tests wrote, read as
 text) and runs each as its own process,
-BUILD/labs/NN_topic/test_labNN_graded --gtest_filter=<test>, in its own sandbox (scripts/driver/sandbox.py:
+BUILD/labs/NN_topic/test_labNN_graded --gtest_filter=<test>, in its own sandbox (grader/sandbox.py:
 its own PID namespace, no network, every file system read-only, RUN_DIR, the --out folder and solutions/
 hidden), two at a time, stopped at its exercise's budget per test (tests/labNN/points.tsv, budget_s). Each
 process gets a socket and a token of its own (tests/support/test_main.cpp); after its sandbox is gone this
@@ -13,12 +13,12 @@ grader writes, outside it:
   RUN_DIR/junit.xml      one test case per test, from the process's exit status as this grader saw it
                          (CTest's JUnit format: status run, fail or notrun; exit code 77 = every test skipped);
   RUN_DIR/ends/<test>    the first record the process sent under its own token, keyed with the run's token
-                         (SPEEDLABS_GRADE_TOKEN, which no test process sees) for grade_results.py.
+                         (SPEEDLABS_GRADE_TOKEN, which no test process sees) for results.py.
 A test's output is kept up to 1 MiB (its first 768 KiB and its last 256 KiB).
 With SPEEDLABS_CHECK_REFERENCE (./lab grade: the reference build tree), each lab that has tests/labNN/checked.cpp
-then has its exercises checked outside the student's process (scripts/driver/outside_check.py), into
-RUN_DIR/checked/, and its speed exercises timed (scripts/driver/outside_timing.py) or raced to a target
-(scripts/driver/outside_race.py) outside it, into RUN_DIR/timed/.
+then has its exercises checked outside the student's process (grader/outside_check.py), into
+RUN_DIR/checked/, and its speed exercises timed (grader/outside_timing.py) or raced to a target
+(grader/outside_race.py) outside it, into RUN_DIR/timed/.
 Standard library only.
 """
 import os
@@ -35,12 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import outside_check  # noqa: E402
+import processes  # noqa: E402
 import outside_race  # noqa: E402
 import outside_timing  # noqa: E402
 import sandbox  # noqa: E402
-from grade_results import read_points  # noqa: E402
+from results import read_points  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 HEAD, TAIL = 768 << 10, 256 << 10
 
 
@@ -79,7 +80,7 @@ def run_one(binary, name, budget, run_dir, build):
     """Runs test @p name of @p binary in its sandbox; (exit code or None on timeout, seconds, output, records)."""
     token = secrets.token_hex(16)
     mine, theirs = socket.socketpair()
-    env = outside_check.graded_env() | {"SPEEDLABS_GRADE_FD": str(theirs.fileno()), "SPEEDLABS_GRADE_TOKEN": token}
+    env = processes.graded_env() | {"SPEEDLABS_GRADE_FD": str(theirs.fileno()), "SPEEDLABS_GRADE_TOKEN": token}
     command = sandbox.wrap([str(binary), f"--gtest_filter={name}", "--gtest_also_run_disabled_tests"],
                            hidden=hidden(run_dir, build))
     started = time.monotonic()
@@ -114,7 +115,7 @@ def run_one(binary, name, budget, run_dir, build):
 
 
 def first_records(data, token):
-    """The process's record as grade_results.py reads it: start, then its first score and end (or signal)."""
+    """The process's record as results.py reads it: start, then its first score and end (or signal)."""
     lines, kept = data.decode(errors="replace").splitlines(), []
     if "start" in lines:
         kept.append(("start",))
@@ -151,9 +152,10 @@ def main(argv):
     run_token = os.environ.get("SPEEDLABS_GRADE_TOKEN", "")
     budgets = {f"Lab{e.lab}_{e.name}": e.budget or 600 for lab in labs for e in read_points(lab)}
     tests = []
-    for name in [n for lab in labs for n in list_tests(build, lab)]:
+    # Each lab's programs are run from its own copy of the tree, the one its code was built in.
+    for name in [n for lab in labs for n in list_tests(sandbox.lab_copy(build, lab), lab)]:
         lab = name[3:5]
-        binaries = sorted(build.glob(f"labs/{lab}_*/test_lab{lab}_graded"))
+        binaries = sorted(sandbox.lab_copy(build, lab).glob(f"labs/{lab}_*/test_lab{lab}_graded"))
         if binaries and name.split(".")[0] in budgets:
             tests.append((binaries[0], name, budgets[name.split(".")[0]]))
     (run_dir / "ends").mkdir(parents=True, exist_ok=True)
@@ -179,7 +181,8 @@ def main(argv):
             continue
         folder = next(ROOT.glob(f"labs/{lab}_*")).name
         exercise_budgets = {name[6:]: budget for name, budget in budgets.items() if name.startswith(f"Lab{lab}_")}
-        student, ours = (tree / "labs" / folder / f"checked_lab{lab}" for tree in (build, Path(reference)))
+        student, ours = (tree / "labs" / folder / f"checked_lab{lab}"
+                         for tree in (sandbox.lab_copy(build, lab), Path(reference)))
         outside_check.check_lab(student, ours, lab, run_dir, exercise_budgets, hidden(run_dir, build))
         outside_timing.time_lab(student, ours, lab, run_dir, exercise_budgets, hidden(run_dir, build))
         outside_race.race_lab(student, ours, lab, run_dir, exercise_budgets, hidden(run_dir, build))

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The graded tests' results read from a run (scripts/driver/grade.py): which exercise passed, failed, was
+"""The graded tests' results read from a run (grader/grade.py): which exercise passed, failed, was
 skipped or could not decide its speed, and why.
 
 A run is what ./lab check and ./lab grade leave in RUN_DIR, written by the grader outside the sandboxes the
-tests ran in (scripts/driver/grade_run.py): junit.xml (each test process's exit status as the grader saw it,
+tests ran in (grader/run_tests.py): junit.xml (each test process's exit status as the grader saw it,
 in CTest's JUnit format), builds/NN (how the build of lab NN's graded tests ended) and ends/<Suite.Test>, the
 record the test's process sent over its socket under its own token (tests/support/test_main.cpp), keyed by
 the grader with the run's token (SPEEDLABS_GRADE_TOKEN in the environment; no test process sees it):
@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -41,7 +41,8 @@ class Exercise:
     skipped: list = field(default_factory=list)  # (test name, reason)
     scores: list = field(default_factory=list)   # (test name, share of the points 0..1) of a passed speed test
     undecided: list = field(default_factory=list)  # (test name, why): a speed test that could not decide
-    build: str = "built"  # how its graded tests' build ended (build_outcome): built, compile_error, crashed_at_start
+    build: str = "built"  # how its graded tests' build ended (build_outcome): built, compile_error, ...
+    gpu: bool = False  # needs a GPU (points.tsv's needs column): graded only where checked outside the student
 
     @property
     def status(self):
@@ -69,7 +70,19 @@ def read_points(lab):
         return []
     rows = [line.split("\t") for line in path.read_text().splitlines()[1:] if line.strip()]
     return [Exercise(lab, row[0], float(row[1]), row[2].strip() if len(row) > 2 else "",
-                     float(row[3]) if len(row) > 3 and row[3].strip() else 0) for row in rows]
+                     float(row[3]) if len(row) > 3 and row[3].strip() else 0,
+                     gpu=len(row) > 4 and row[4].strip() == "gpu") for row in rows]
+
+
+def gpu_only_outside(run, exercises):
+    """./lab grade: a GPU exercise counts only where this grader checked it outside the student's process
+    (RUN_DIR/checked/LabNN_<exercise>, written only where the grader has a CUDA GPU and the exercise has an
+    outside check); anywhere else it is graded 0 of 0, skipped, whatever its test process recorded."""
+    for e in exercises:
+        if e.gpu and not (Path(run) / "checked" / f"Lab{e.lab}_{e.name}").is_file():
+            e.failed, e.passed, e.scores, e.undecided = [], 0, [], []
+            e.skipped = [(f"Lab{e.lab}_{e.name}", "needs a GPU, and this grader could not check it outside your "
+                                                  "process (no CUDA GPU here, or no outside check for it): not graded")]
 
 
 STUB = re.compile(r"not implemented yet: TODO\(lab\d+\)[^\n\"]*")
@@ -198,8 +211,8 @@ def verdict(case, exercise, output, run):
 def build_outcome(run, lab):
     """How the build of lab @p lab's graded tests ended in @p run (RUN_DIR/builds/NN, written by ./lab): built,
     compile_error (the code does not compile), crashed_at_start (the test program linked, then died while
-    its tests were listed: a static initializer) or changed_after_build (its programs or the tree's shared
-    libraries differ from what its build left); built when the run has no such file."""
+    its tests were listed: a static initializer) or build_timeout (stopped at its time limit); built when the
+    run has no such file."""
     try:
         return (Path(run) / "builds" / lab).read_text().strip() or "built"
     except OSError:
@@ -264,7 +277,7 @@ def read_results(junit_path, exercises, run=None):
 
 def outside_verdict(run, e):
     """Why exercise @p e failed its outside check in @p run (RUN_DIR/checked/LabNN_<exercise>, written by the
-    grader from the reference's comparison: scripts/driver/outside_check.py), or "" (passed, or not checked)."""
+    grader from the reference's comparison: grader/outside_check.py), or "" (passed, or not checked)."""
     try:
         line = (Path(run) / "checked" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").strip()
     except OSError:
@@ -277,7 +290,7 @@ def outside_verdict(run, e):
 
 def apply_outside_timing(run, e):
     """A speed exercise timed outside the student's process (RUN_DIR/timed/LabNN_<name>, written by the grader:
-    scripts/driver/outside_timing.py): its verdict takes the place of the score the graded test measured inside
+    grader/outside_timing.py): its verdict takes the place of the score the graded test measured inside
     that process, whose code can bend its own clock."""
     try:
         lines = (Path(run) / "timed" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").splitlines()
@@ -313,9 +326,9 @@ def message(e):
     if e.status == "missing" and e.build == "crashed_at_start":
         return ("your code compiles, but the test program crashed before any test started (listing the tests "
                 f"runs the static initializers: one of yours?); its output is in .cache/check-build-{e.lab}.log")
-    if e.status == "missing" and e.build == "changed_after_build":
-        return ("not graded: this lab's test programs, or the build tree's shared libraries, changed after they were "
-                "built (code that ran while a later lab's tests were listed rewrote them)")
+    if e.status == "missing" and e.build == "build_timeout":
+        return ("not graded: the build of your code ran past its time limit (SPEEDLABS_SANDBOX_BUILD_S, 600 s by "
+                f"default) and was stopped; its output is in .cache/check-build-{e.lab}.log")
     if e.status == "missing":
         return "no graded test ran (was the build interrupted?)"
     if e.status == "skipped":

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Speed exercises timed outside the student's process (./lab grade; docs/grading.md, "Speed timed outside").
 
-selftest(PROGRAM), a CTest on the reference build (outside_check.py selftest-timed PROGRAM): its own exercise
+selftest(PROGRAM), a CTest on the reference build (grader/selftest.py timed PROGRAM): its own exercise
 timed against its best, a score decided (or undecided, said), and a changed timed output caught.
 
-time_lab() (called by grade_run.py in ./lab grade): for each timed exercise the reference's checked_labNN lists
+time_lab() (called by run_tests.py in ./lab grade): for each timed exercise the reference's checked_labNN lists
 (tests/support/checked.h, Timed: NAME CALLS FULL ZERO CPUS), rounds of three processes, their order turning from
 round to round: the student's checked_labNN making the exercise's timed calls, the reference's making the best's,
-and the reference's only drawing the inputs. Each runs in a sandbox of its own (scripts/driver/sandbox.py: when it
+and the reference's only drawing the inputs. Each runs in a sandbox of its own (grader/sandbox.py: when it
 ends, every process it started has ended) on the same CPUS CPUs (one, or one per worker of a job), says "ready",
 and is then handed the round's fresh seed; its time is this grader's clock from that moment to the last byte of
 its outputs. A side's time is its process's
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import outside_check  # noqa: E402
+import processes  # noqa: E402
 import sandbox  # noqa: E402
 
 MAX_OUTPUT = 64 << 20  # bytes of outputs taken from the student's process
@@ -56,7 +56,7 @@ class Run:
 
 def listed(program):
     """(name, calls, full, zero, cpus) of each timed exercise @p program lists."""
-    rows = [line.split() for line in outside_check.listed(program, "list-timed")]
+    rows = [line.split() for line in processes.listed(program, "list-timed")]
     return [(name, int(calls), float(full), float(zero), int(cpus)) for name, calls, full, zero, cpus in rows]
 
 
@@ -157,7 +157,7 @@ def time_one(program, name, side, cpus, budget, hidden, seed):
     program = Path(program).resolve()
     read_end, write_end = os.pipe()
     command = sandbox.wrap([str(program), "time", name, side, str(write_end)], hidden=hidden)
-    environment = outside_check.graded_env()
+    environment = processes.graded_env()
     environment["OMP_NUM_THREADS"] = "1"  # one thread a process: libtorch's pool the same size everywhere
     run, deadline = Run(seed=seed), time.monotonic() + budget
     with tempfile.TemporaryFile() as log:
@@ -185,7 +185,7 @@ def time_one(program, name, side, cpus, budget, hidden, seed):
         if code is None:
             why = why or "it did not finish within its budget"
         elif code != 0:
-            said = outside_check.last_said(log)
+            said = processes.last_said(log)
             why = why or f"it ended with exit code {code}" + (f": {said}" if said else "")
         if not why:
             run.cpu = usage.ru_utime + usage.ru_stime - cpu_before

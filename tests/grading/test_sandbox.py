@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The sandbox graded code runs in (grader/sandbox.py), tried from inside as a hostile submission would:
+
+  test_sandbox.py ROOT
+
+It runs unprivileged (a root grader's command as nobody); .git, solutions/, the kept runs and the rest of the
+machine are out of reach; /proc/sys and /sys cannot be written; a write meant for the host (a canary beside this
+test's folder) never lands; nothing one sandbox writes is there for the next; no network; and its limits stop a
+fork bomb, a memory hog and a full /tmp.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]).resolve()
+sys.path.insert(0, str(ROOT / "grader"))
+import sandbox  # noqa: E402
+
+
+def inside(script, **limits):
+    """(exit code, output) of the shell @p script run in a sandbox, with SPEEDLABS_SANDBOX_<limit> variables."""
+    env = dict(os.environ) | {f"SPEEDLABS_SANDBOX_{k.upper()}": str(v) for k, v in limits.items()}
+    env.pop("SPEEDLABS_SANDBOX", None)
+    done = subprocess.run(sandbox.wrap(["/bin/sh", "-c", script]), cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+class Sandbox(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = sandbox.probe()
+        if why:
+            raise unittest.SkipTest(f"no sandbox can be made here: {why}")
+
+    def test_runs_unprivileged(self):
+        code, output = inside("id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status")
+        self.assertEqual(code, 0, output)
+        uid, caps, nnp = output.split("\n")[:3]
+        self.assertEqual(int(uid), sandbox.SANDBOX_UID if os.geteuid() == 0 else os.geteuid())
+        self.assertEqual(caps.split()[1], "0000000000000000", output)
+        self.assertEqual(nnp.split()[1], "1", output)
+
+    def test_answers_and_history_are_out_of_reach(self):
+        for path in (".git", "solutions", "docs/results", "reference", ".cache"):
+            with self.subTest(path=path):
+                code, output = inside(f"ls '{ROOT / path}'")
+                self.assertNotEqual(code, 0, f"{path} is visible in the sandbox: {output}")
+        code, output = inside(f"cat '{ROOT / 'labs' / next((ROOT / 'labs').glob('01_*')).name / 'exercise.h'}'")
+        self.assertEqual(code, 0, f"the sources a build needs must be there: {output}")
+
+    def test_proc_sys_and_sys_cannot_be_written(self):
+        for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/printk_ratelimit",
+                     "/sys/kernel/mm/transparent_hugepage/enabled"):
+            with self.subTest(path=path):
+                before = Path(path).read_text() if Path(path).exists() else None
+                code, output = inside(f"echo '|/bin/sh /tmp/p' > {path}")
+                self.assertNotEqual(code, 0, output)
+                if before is not None:
+                    self.assertEqual(Path(path).read_text(), before)
+
+    def test_a_write_meant_for_the_host_never_lands(self):
+        # A canary: a file the sandbox would make only where it could write outside its own folders.
+        with tempfile.TemporaryDirectory() as folder:
+            os.chmod(folder, 0o777)
+            canary = Path(folder) / "canary"
+            for target in (canary, ROOT / "canary-from-the-sandbox", Path("/root/canary-from-the-sandbox")):
+                inside(f"echo escaped > '{target}'")
+                self.assertFalse(target.exists(), f"the sandbox wrote {target}")
+
+    def test_nothing_a_sandbox_writes_is_there_for_the_next(self):
+        # A cache written during ./lab check and read during ./lab grade: /tmp, /var/tmp, /dev/shm and $HOME are
+        # private to each sandbox, and nothing else is writable.
+        places = ("/tmp/cache", "/var/tmp/cache", "/dev/shm/cache", f"{ROOT}/.venv/cache", f"{ROOT}/labs/cache")
+        inside("; ".join(f"echo planted > {p} 2>/dev/null" for p in places))
+        code, output = inside("cat " + " ".join(places) + " 2>&1; true")
+        self.assertNotIn("planted", output)
+
+    def test_no_network_but_loopback(self):
+        code, output = inside("cat /proc/net/dev")
+        self.assertEqual(code, 0, output)
+        interfaces = [line.split(":")[0].strip() for line in output.splitlines()[2:]]
+        self.assertEqual(interfaces, ["lo"], output)
+
+    def test_a_fork_bomb_is_stopped(self):
+        code, output = inside("i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i + 1)); done; echo all started",
+                              processes=40)
+        self.assertNotIn("all started", output)
+        self.assertNotEqual(code, 0, output)
+
+    def test_a_memory_hog_is_stopped(self):
+        code, output = inside("python3 -c 'b = bytearray(1 << 30); print(\"got it\")'", memory_mb=256)
+        self.assertNotEqual(code, 0, output)
+        self.assertNotIn("got it", output)
+
+    def test_tmp_is_capped(self):
+        code, output = inside("dd if=/dev/zero of=/var/tmp/fill bs=1M count=400 2>&1; echo code=$?")
+        self.assertIn("No space left on device", output)
+
+
+if __name__ == "__main__":
+    unittest.main()
