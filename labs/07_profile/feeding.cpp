@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <iostream>
 #include <random>
 #include <thread>
@@ -61,31 +60,12 @@ class ThreadsScope {
   int previous_;
 };
 
-// A fixed amount of arithmetic that no compiler can drop.
-double spin() {
-  constexpr int64_t kIterations = 20'000'000;  // ~20-40 ms on one core
-  double sum = 0;
-  for (int64_t i = 0; i < kIterations; ++i) sum += std::sqrt(static_cast<double>(i));
-  return sum;
-}
-
 }  // namespace
 
-double measure_free_cores() {
-  std::vector<double> ratios;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    volatile double sink = 0;
-    auto start = Clock::now();
-    sink = sink + spin();
-    const double one_ms = ms_since(start);
-    start = Clock::now();
-    std::thread other([&sink] { sink = sink + spin(); });
-    sink = sink + spin();
-    other.join();
-    const double two_ms = ms_since(start);
-    ratios.push_back(std::clamp(2 * one_ms / two_ms, 1.0, 2.0));
-  }
-  return speedlabs::summarize(ratios).median_ms;  // the median of the ratios (summarize is unit-free)
+double free_cores_of(const speedlabs::Contention& window) {
+  // Unread is not free: a worker whose core could not be checked is not known to have had one.
+  if (window.others_cores < 0 || window.wall_s < speedlabs::Contention::kShortestReadableS) return 0;
+  return std::max(0.0, window.cores - window.others_cores);
 }
 
 DocumentBatches::DocumentBatches(const datasets::GPT2Tokenizer& tokenizer, std::string text, int64_t batch, int64_t seq,
@@ -171,6 +151,15 @@ speedlabs::Evidence hidden_share_evidence(const std::vector<double>& shares, con
 
 bool hides_enough(double share) { return share >= kMinHiddenShare; }
 
+// Keeps in @p result the cores @p pair (a pair of blocks' reading) left free of other programs when it is the
+// first pair or left fewer than the pairs before it, with what the other programs used over it.
+void keep_fewest_free(const speedlabs::Contention& pair, bool first, FeedResult& result) {
+  if (first || free_cores_of(pair) < result.free_cores) {
+    result.free_cores = free_cores_of(pair);
+    result.others_cores = pair.others_cores;
+  }
+}
+
 // The blocks' medians and shares, and whether the loader gave the maker's batches, into @p result.
 void summarize_feeding(const FeedSamples& samples, const DocumentBatches& batches, FeedResult& result) {
   const auto& [sync_ms, prefetch_ms, load_ms, wait_ms, blocks, prefetched] = samples;
@@ -196,9 +185,6 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   ThreadsScope scope(threads);
   result.torch_threads = threads;
 
-  // How many cores two threads get at once, read before and after every pair of blocks: the
-  // fewest is the run's. A program that ran for a while beside the pairs leaves the worker no core of its own.
-  double free_cores = measure_free_cores();
   torch::manual_seed(kModelSeed);
   speedlabs::gpt::GPT model(model_config);
   model->to(device);
@@ -220,8 +206,11 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   auto& [sync_ms, prefetch_ms, load_ms, wait_ms, blocks, prefetched] = samples;
   result.all_pinned = true;
   const speedlabs::ContentionProbe probe;
+  // The cores other programs left free, read over every pair of blocks: the fewest is the run's. A program that
+  // ran for a while beside the pairs leaves the worker no core of its own; this run's own threads never count.
   const auto run_pair = [&](int block) {
     speedlabs::stop_if_asked("while measuring the loaders");  // Ctrl-C: between blocks, the loader stopped
+    const speedlabs::ContentionProbe pair_probe;
     for (int i = 0; i < block; ++i) {
       const auto start = Clock::now();
       const auto batch = batches.make(next_index++);
@@ -243,7 +232,7 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
       prefetch_ms.push_back(ms_since(start));
     }
     blocks.push_back(static_cast<size_t>(block));
-    free_cores = std::min(free_cores, measure_free_cores());
+    keep_fewest_free(pair_probe.read(), blocks.size() == 1, result);
   };  // each block's loader is stopped while its worker is still making batches ahead
   int pairs = 0;
   for (int done = 0; done < steps; done += kBlock, ++pairs) run_pair(std::min(kBlock, steps - done));
@@ -256,7 +245,6 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
   for (const int most = kMaxPairsFactor * pairs; pairs < most && undecided(); ++pairs) run_pair(kBlock);
 
   result.contention = probe.read();
-  result.free_cores = free_cores;
   const auto all = torch::stack(losses).cpu();
   if (!torch::isfinite(all).all().item<bool>()) {
     throw speedlabs::RuntimeFailure("the loader comparison's loss is not finite: " + c10::str(all));
@@ -268,13 +256,34 @@ FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt:
 
 // --- the loaders' observations ------------------------------------------------------------------------
 
+namespace {
+
+// Why the worker had no core of its own: one core, or other programs' CPU over the pairs (unread: unknown).
+std::string no_core_for_the_worker(const FeedResult& feed) {
+  if (feed.cores < 2) {
+    return "this machine has " + std::to_string(feed.cores) +
+           " core: the worker can only take turns with the training step";
+  }
+  if (feed.others_cores < 0) {
+    return "the CPU other programs used while the pairs ran could not be read here (/proc/stat): whether the "
+           "worker had a core of its own is unknown";
+  }
+  return "this machine has " + std::to_string(feed.cores) + " cores, but other programs used " +
+         fixed(feed.others_cores, 2) + " cores' worth of CPU while the pairs ran (" + fixed(feed.free_cores, 2) +
+         " free): the worker had no core of its own";
+}
+
+}  // namespace
+
 void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlabs::Report& report) {
   const double saved_ms = feed.sync_step_ms - feed.prefetch_step_ms;
   std::cout << "loading: " << fixed(feed.load_ms, 2) << " ms/batch; median step with the loading inside "
             << fixed(feed.sync_step_ms, 2) << " ms, prefetched " << fixed(feed.prefetch_step_ms, 2) << " ms (waited "
             << fixed(feed.wait_ms, 3) << " ms in next()); saved " << fixed(saved_ms, 2) << " ms/step; "
             << feed.torch_threads << " training thread(s) of " << feed.cores << " cores, " << fixed(feed.free_cores, 2)
-            << " free for this run\n";
+            << " free of other programs ("
+            << (feed.others_cores < 0 ? "their CPU unreadable here" : "they used " + fixed(feed.others_cores, 2))
+            << ")\n";
   const double load_share = feed.load_ms / feed.sync_step_ms;
   speedlabs::Evidence load;
   load.value = speedlabs::summarize_samples(feed.load_samples_ms);
@@ -291,7 +300,8 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
       "prefetching on a background thread hides the loading: the prefetched loop is faster per step by at least "
       "half the loading time";
   const std::string expected = "saved >= " + fixed(kMinHiddenShare, 1) + " x loading time";
-  // Two threads racing each other only shows what it should when both can run at once.
+  // The worker and the training step racing each other only show what they should when both can run at once:
+  // other programs must have left this run a core for each (its own threads are not other programs).
   constexpr double kMinFreeCores = 1.5;
   const nlohmann::json measured{
       {"sync_ms", feed.sync_step_ms},
@@ -302,19 +312,14 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
                            ? nlohmann::json()
                            : nlohmann::json(speedlabs::summarize_samples(feed.hidden_shares).median)},
       {"cores", feed.cores},
-      {"free_cores", feed.free_cores}};
+      {"free_cores", feed.free_cores},
+      {"others_cores", feed.others_cores < 0 ? nlohmann::json() : nlohmann::json(feed.others_cores)}};
   if (feed.cores < 2 || feed.free_cores < kMinFreeCores) {
     // Not applicable, but with what it measured beside the reason.
     speedlabs::Observation observation{"prefetch_hides_loading", claim, measured, expected,
                                        speedlabs::Verdict::not_applicable};
     observation.must_hold = true;
-    observation.reason = feed.cores < 2
-                             ? "this machine has " + std::to_string(feed.cores) +
-                                   " core: the worker can only take turns with the training step"
-                             : "this machine has " + std::to_string(feed.cores) +
-                                   " cores, but two threads of this run got only " + fixed(feed.free_cores, 2) +
-                                   " of them at once (other work on the machine): the worker had no "
-                                   "core of its own";
+    observation.reason = no_core_for_the_worker(feed);
     report.add(observation);
   } else {
     report.decide("prefetch_hides_loading", claim, measured, expected + ", per pair of blocks",

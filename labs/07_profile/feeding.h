@@ -55,7 +55,8 @@ struct FeedResult {
   double wait_ms = 0;           ///< median time a prefetched step waited in next()
   int torch_threads = 0;        ///< intra-op threads of the training step during the comparison
   int cores = 0;                ///< hardware threads of this machine
-  double free_cores = 0;        ///< how many cores two busy threads of this process got at once (1 to 2)
+  double free_cores = 0;        ///< cores free of other programs over the pairs of blocks: the fewest a pair left
+  double others_cores = -1;     ///< cores' worth of CPU other programs used over that pair; -1: not readable here
   bool same_batches = false;    ///< every batch the loader gave is the one make() gives for its index
   bool all_pinned = false;      ///< every batch the loader gave was in pinned memory (GPU runs)
   double last_loss = 0;         ///< the last step's loss
@@ -73,8 +74,9 @@ struct FeedResult {
 /// On the CPU the step runs with one intra-op thread fewer than there are cores (at least one), in both
 /// ways, so that the worker has a core of its own. Batches are copied to @p device with
 /// non_blocking=true (from pinned memory on a GPU).
-/// Before and after each pair of blocks, a probe measures how many cores this process can really use
-/// at once; the fewest it read is free_cores.
+/// A probe over each pair of blocks reads the CPU other programs used meanwhile (this process's own threads,
+/// libtorch's intra-op pool and the loader's worker included, are not other programs); free_cores is the fewest
+/// cores a pair left free of them (free_cores_of), others_cores what the other programs used over that pair.
 /// Throws speedlabs::RuntimeFailure when a loss is not finite.
 /// @param batches      the batch maker
 /// @param model_config the model's size
@@ -86,10 +88,11 @@ struct FeedResult {
 FeedResult compare_loaders(const DocumentBatches& batches, const speedlabs::gpt::GPTConfig& model_config, double lr,
                            int warmup, int steps, int64_t prefetch, const c10::Device& device);
 
-/// How many cores two threads of this process get when both are busy: the time of one thread's fixed
-/// amount of arithmetic, doubled, over the time of two threads doing it at once (median of 3 tries).
-/// 2 on an idle machine with two or more cores; near 1 on one core, or when other work takes the rest.
-double measure_free_cores();
+/// How many cores other programs left to this run over @p window: its cores less the cores' worth of CPU the
+/// rest of the machine used (others_cores), whatever this process and the processes below it used themselves.
+/// 0 (none counts as free) when what the others used could not be read, or over a window too short to read.
+/// @param window a ContentionProbe's reading over the time the cores were needed
+double free_cores_of(const speedlabs::Contention& window);
 
 /// Prints what the loaders measured and records loader_cost_ms, prefetch_same_batches, prefetch_hides_loading
 /// (not applicable without a core for the worker) and batches_pinned (GPU).
