@@ -1,5 +1,5 @@
-// Lab 11: the observations of a quick run with 2 MPI workers on the loopback interface (through the same
-// experiment the program runs), a killed worker, the flat units and the checks made before any worker starts.
+// Lab 11: the observations of a quick run with 2 MPI workers on the loopback interface (the smoke run's report,
+// tests/support/smoke_run.h), a killed worker, the flat units and the checks made before any worker starts.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -16,6 +16,7 @@
 #include "experiment.h"
 #include "tests/support/data.h"
 #include "tests/support/mpi_jobs.h"
+#include "tests/support/smoke_run.h"
 #include "tests/support/timed.h"
 #include "zero.h"
 
@@ -29,11 +30,12 @@ lab11::Config quick() {
   return speedlabs::testing::mpi_test_config(lab11::quick_config(), speedlabs::program_path("lab11"));
 }
 
-// One run for every observation: it starts a one-worker job and a 2-worker job of all four stages.
-TEST(Lab11, QuickRunWithTwoWorkersReportsEveryObservation) {
+// One run for every observation, a one-worker job and a 2-worker job of all four stages: the smoke run's (ctest -R
+// lab11.smoke runs `lab11 --quick`, as lab11::run of lab11::quick_config()), read back from its report; CTest runs
+// it first (the fixture lab11_json).
+TEST(Lab11, FromTheSmokeRunWithTwoWorkersEveryObservation) {
   SPEEDLABS_REQUIRE_DATA();
-  speedlabs::Report report("11_sharding", "cpu");
-  lab11::run(quick(), report);
+  const speedlabs::Report report = speedlabs::testing::smoke_report("11");
   std::vector<std::string> ids;
   for (const auto& o : report.observations()) ids.push_back(o.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"same_losses_as_one_worker", "weights_stay_in_sync",
