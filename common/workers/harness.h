@@ -1,5 +1,5 @@
 /// @file common/workers/harness.h
-/// @brief What every worker process of a lab with workers (labs 10 and 11) runs around its lab's job: MPI,
+/// @brief What every worker process of a lab with workers (labs 10, 11 and 14) runs around its lab's job: MPI,
 /// the heartbeat, the engine its gradients travel on, the clock of a training step, the start-up checks,
 /// rank 0's result written for the launcher, and the deliberate faults of the tests.
 ///

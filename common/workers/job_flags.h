@@ -1,5 +1,5 @@
 /// @file common/workers/job_flags.h
-/// @brief What a lab program with MPI workers (labs 10 and 11) does before its experiment runs: the worker
+/// @brief What a lab program with MPI workers (labs 10, 11 and 14) does before its experiment runs: the worker
 /// role, and the flags of a job of MPI workers (each a knob of the lab's table, which gives its --quick value).
 #pragma once
 #include <cstdlib>

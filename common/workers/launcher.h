@@ -1,7 +1,7 @@
 /// @file common/workers/launcher.h
 /// @brief Starting a job of MPI workers from the lab's own program, and reading what rank 0 wrote.
 ///
-/// The worker side is run_mpi_worker (common/workers/harness.h). Labs 10 and 11 start their jobs with this.
+/// The worker side is run_mpi_worker (common/workers/harness.h). Labs 10, 11 and 14 start their jobs with this.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -38,7 +38,7 @@ struct Launched {
 
 /// Rejects a job the launcher cannot start, before any worker does (speedlabs::UsageError): fewer than two
 /// workers, a global batch that does not split evenly over them, a host file that is not a file, a GPU run
-/// in a build without NCCL or with fewer GPUs on this machine than workers. Labs 10 and 11 check this first.
+/// in a build without NCCL or with fewer GPUs on this machine than workers. Labs 10, 11 and 14 check this first.
 /// @param workers  N
 /// @param batch    B, the global batch
 /// @param hostfile --hostfile ("" = this machine)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CI's check of the code's shape (README, "Keeping the shape"): every C++ and CUDA source formatted as
-# .clang-format says, no function in labs/, common/, datasets/ or solutions/ longer than 80 lines (lizard,
-# from PyPI, in its own venv under .cache/), no source file there longer than 450 lines, no Python or shell script
-# under scripts/ (nor the ./lab driver) longer than 400 lines, and no source there that includes another lab's header
-# other than its exercise.h.
+# .clang-format says, no function in labs/, common/, datasets/ or solutions/ longer than 80 lines (lizard, from
+# PyPI, in its own venv under .cache/), no source file there longer than 450 lines, no Python or shell script
+# under scripts/ or grader/ (nor the ./lab driver) longer than 400 lines, no source there that includes another
+# lab's header other than its exercise.h, and every commit subject since 55adff2 at most 72 characters.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -40,12 +40,12 @@ while IFS= read -r -d '' file; do
     echo "$file: $lines lines (a script holds at most 400: split it into modules along a real seam)" >&2
     long=1
   fi
-done < <(git ls-files -z scripts lab | grep -z -E '\.(py|sh)$|^lab$')
+done < <(git ls-files -z scripts grader lab | grep -z -E '\.(py|sh)$|^lab$')
 ((long == 0)) || exit 1
-echo "script length: no Python or shell script under scripts/, nor ./lab, longer than 400 lines"
+echo "script length: no Python or shell script under scripts/ or grader/, nor ./lab, longer than 400 lines"
 
 # A lab includes from another lab only its exercise.h (what a later lab runs of a student's code); anything else two
-# labs share lives in common/ (DESIGN.md). From outside lab NN's folders labs/NN_x/ and solutions/NN_x/, an include
+# labs share lives in common/ (README.md, "Layout"). From outside lab NN's folders labs/NN_x/ and solutions/NN_x/, an include
 # of labs/NN_x/... or solutions/NN_x/... may name only labs/NN_x/exercise.h. (A bare include of another lab's file
 # is caught by the build: a lab's include path is its own folder.)
 foreign=0
@@ -62,3 +62,12 @@ done < <(git ls-files -z labs common datasets solutions | grep -z -E '\.(cpp|h|c
   xargs -0 grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(labs|solutions)/' || true)
 ((foreign == 0)) || exit 1
 echo "lab includes: from another lab, only its exercise.h (labs/, solutions/, common/, datasets/)"
+
+# Commit messages: a subject of at most 72 characters, the measurements and reasons in the body. Checked from the
+# last commit whose subjects still ran long (55adff2) on; a clone without it checks the newest commit alone.
+since=55adff2
+if git cat-file -e "$since^{commit}" 2>/dev/null; then range=("$since..HEAD"); else range=(-1 HEAD); fi
+long_subjects="$(git log --format='%h %s' "${range[@]}" | awk '{subject = substr($0, index($0, " ") + 1)} length(subject) > 72')"
+[[ -z "$long_subjects" ]] || { echo "commit subjects longer than 72 characters (put the detail in the body):" >&2
+  echo "$long_subjects" >&2; exit 1; }
+echo "commit subjects: none longer than 72 characters"

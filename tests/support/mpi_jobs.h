@@ -1,5 +1,5 @@
 /// @file tests/support/mpi_jobs.h
-/// @brief The set-up that the tests of labs 10 and 11 give their jobs of MPI workers.
+/// @brief The set-up that the tests of labs 10, 11 and 14 give their jobs of MPI workers.
 #pragma once
 #include <string>
 

@@ -1,4 +1,4 @@
-// The workers' engine on its own, in one process (the jobs of real MPI workers are the tests of labs 10 and 11):
+// The workers' engine on its own, in one process (the jobs of real MPI workers are the tests of labs 10, 11 and 14):
 // the faults a test plants, the checks made before any worker starts, the worker role of a lab's program, the
 // weights' fingerprint and the job's JSON.
 #include <gtest/gtest.h>
