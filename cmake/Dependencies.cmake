@@ -39,8 +39,6 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 # toml++: the students' predictions files (labs/NN_topic/predictions.toml), Debian's libtomlplusplus-dev.
 find_package(tomlplusplus 3 REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 if(SPEEDLABS_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

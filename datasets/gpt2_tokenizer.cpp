@@ -1,15 +1,13 @@
-// GPT-2 byte-level BPE, the same algorithm as tiktoken (src/lib.rs: byte_pair_merge) on the same ranks.
+// GPT-2 byte-level BPE, token for token what tiktoken (src/lib.rs) does with the same ranks, without a
+// regex engine: a hand-written scanner for GPT-2's pattern (gpt2_pretokenizer.h), a word cache
+// (gpt2_word_cache.h), and merges over token ids (gpt2_merge.h). This file loads the vocabulary and runs the
+// steps; datasets/README.md ("The tokenizer") explains each and what it costs.
 #include "datasets/gpt2_tokenizer.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <queue>
 #include <sstream>
 #include <unordered_map>
 
@@ -17,41 +15,21 @@
 #include "common/files.h"
 #include "datasets/bytes_map.h"
 #include "datasets/data_files.h"
+#include "datasets/gpt2_merge.h"
+#include "datasets/gpt2_pretokenizer.h"
+#include "datasets/gpt2_tables.h"
+#include "datasets/gpt2_word_cache.h"
 
 namespace datasets {
 
 namespace fs = std::filesystem;
-
-// Outside the anonymous namespace: GPT2Tokenizer::Impl, which has external linkage, holds a pattern through one.
-struct CodeDeleter {
-  void operator()(pcre2_code* code) const { pcre2_code_free(code); }
-};
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
-};
 using speedlabs::RuntimeFailure;
 using speedlabs::UsageError;
 
 namespace {
 
-// GPT-2's pre-tokenization pattern as tiktoken writes it for `gpt2`,
-//   '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// (the original 's|'t|'re|... spelling is the same: no alternative is a prefix of an earlier one),
-// with \s spelled out as Unicode's White_Space property, which is what tiktoken's Rust regex means
-// by \s. PCRE2's own \s differs: it also matches U+180E (Mongolian vowel separator, no longer a
-// space since Unicode 6.3); with it, "\u180e's" would split differently from tiktoken.
-#define SPEEDLABS_WHITE_SPACE \
-  R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})"
-constexpr std::string_view kPattern =
-    R"('(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^)" SPEEDLABS_WHITE_SPACE R"(\p{L}\p{N}]+)"
-    R"(|[)" SPEEDLABS_WHITE_SPACE R"(]+(?![^)" SPEEDLABS_WHITE_SPACE R"(])|[)" SPEEDLABS_WHITE_SPACE R"(]+)";
-#undef SPEEDLABS_WHITE_SPACE
 constexpr std::string_view kEndOfTextText = "<|endoftext|>";
-constexpr uint32_t kNoRank = std::numeric_limits<uint32_t>::max();
-// Pieces longer than this are merged with a heap (n log n), shorter ones by linear scans (faster when short).
-constexpr size_t kHeapMergeFrom = 96;
-// Pieces up to this length are remembered within one encode() call; text repeats its words a lot.
-constexpr size_t kCachedPieceMax = 64;
+static_assert(GPT2Tokenizer::kVocabSize <= 65536, "a pair of ids is packed into 32 bits");
 
 // GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for themselves, the other 68 bytes for
 // code points 256 onwards. Returns, per byte, its code point; the byte order of `printable first`
@@ -123,15 +101,6 @@ std::vector<uint32_t> code_points(std::string_view text, const std::string& wher
   }
   return out;
 }
-
-// The ids of the pieces already encoded in one encode() call: a range of `ids`.
-struct PieceCache {
-  struct Range {
-    uint32_t begin, size;
-  };
-  BytesMap<Range> ranges{4096};
-  std::vector<int32_t> ids;
-};
 
 // GPT-2's files spell each byte as one character (byte_to_code_point); this reads the spelling back.
 class ByteAlphabet {
@@ -216,159 +185,131 @@ std::vector<std::string> tokens_from_encoder(const std::string& encoder_text, co
   return token_bytes;
 }
 
-std::unique_ptr<pcre2_code, CodeDeleter> compile_pattern() {
-  int error = 0;
-  PCRE2_SIZE error_offset = 0;
-  std::unique_ptr<pcre2_code, CodeDeleter> pattern(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern.data()),
-                                                                 kPattern.size(), PCRE2_UTF | PCRE2_UCP, &error,
-                                                                 &error_offset, nullptr));
-  if (!pattern) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error, message, sizeof(message));
-    throw RuntimeFailure(std::string("PCRE2 could not compile GPT-2's pattern: ") + reinterpret_cast<char*>(message));
-  }
-  return pattern;
-}
-
 }  // namespace
+
+using namespace gpt2_internal;  // NOLINT(google-build-using-namespace): the tokenizer's parts
 
 struct GPT2Tokenizer::Impl {
   std::vector<std::string> token_bytes;    // id -> bytes
   BytesMap<uint32_t> rank_of{kVocabSize};  // bytes -> rank (== id); keys are views into token_bytes
-  std::unique_ptr<pcre2_code, CodeDeleter> pattern;
-  bool jit = false;
+  TokenTable short_tokens;                 // the tokens of up to 16 bytes, for the whole-piece check
+  size_t longest_token = 0;
+  MergeTables merging;
+  const ClassTable* classes = &char_classes();
   std::string fingerprint;
 
-  uint32_t rank(std::string_view bytes) const {
-    const uint32_t* found = rank_of.find(bytes);
-    return found ? *found : kNoRank;
-  }
-
-  // tiktoken's byte_pair_merge: merge the leftmost adjacent pair whose concatenation has the lowest
-  // rank until no adjacent pair is a token. Appends the ids of @p piece to @p out.
-  void merge_short(std::string_view piece, std::vector<int32_t>& out) const {
-    struct Part {
-      size_t start;
-      uint32_t rank;  // rank of this part joined with the next one
-    };
-    // At most kHeapMergeFrom bytes, so the parts fit on the stack (no allocation per piece).
-    std::array<Part, kHeapMergeFrom + 1> parts;
-    size_t count = 0;
-    for (size_t i = 0; i + 1 < piece.size(); ++i) parts[count++] = {i, rank(piece.substr(i, 2))};
-    parts[count++] = {piece.size() - 1, kNoRank};
-    parts[count++] = {piece.size(), kNoRank};
-    auto joined_rank = [&](size_t i) {
-      return i + 3 < count ? rank(piece.substr(parts[i].start, parts[i + 3].start - parts[i].start)) : kNoRank;
-    };
-    while (count > 1) {
-      uint32_t best = kNoRank;
-      size_t at = 0;
-      for (size_t i = 0; i + 1 < count; ++i)
-        if (parts[i].rank < best) best = parts[i].rank, at = i;
-      if (best == kNoRank) break;
-      parts[at].rank = joined_rank(at);
-      if (at > 0) parts[at - 1].rank = joined_rank(at - 1);
-      std::copy(parts.begin() + static_cast<std::ptrdiff_t>(at) + 2, parts.begin() + static_cast<std::ptrdiff_t>(count),
-                parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-      --count;
+  // The tables encode() looks things up in, from token_bytes and rank_of.
+  void index_vocabulary() {
+    for (uint32_t byte = 0; byte < 256; ++byte) {
+      const char c = static_cast<char>(byte);
+      merging.byte_token[byte] = *rank_of.find(std::string_view(&c, 1));  // ranks_from_merges made all 256
     }
-    for (size_t i = 0; i + 1 < count; ++i)
-      out.push_back(static_cast<int32_t>(rank(piece.substr(parts[i].start, parts[i + 1].start - parts[i].start))));
-  }
-
-  // The same merges in the same order, for long pieces: a heap of candidate pairs ordered by
-  // (rank, position), so "lowest rank, leftmost first" is the top; stale entries are skipped.
-  void merge_long(std::string_view piece, std::vector<int32_t>& out) const {
-    const size_t n = piece.size();
-    std::vector<size_t> next(n), previous(n);                             // linked list of part starts
-    for (size_t i = 0; i < n; ++i) next[i] = i + 1, previous[i] = i - 1;  // previous[0] wraps: never read
-    std::vector<bool> alive(n, true);
-    using Candidate = std::tuple<uint32_t, size_t, size_t>;  // rank, left start, end of right part
-    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-    auto push = [&](size_t left) {
-      if (left >= n || next[left] >= n) return;
-      const size_t end = next[next[left]];
-      const uint32_t r = rank(piece.substr(left, end - left));
-      if (r != kNoRank) heap.emplace(r, left, end);
-    };
-    for (size_t i = 0; i + 1 < n; ++i) push(i);
-    while (!heap.empty()) {
-      const auto [r, left, end] = heap.top();
-      heap.pop();
-      if (!alive[left] || next[left] >= n || next[next[left]] != end) continue;  // stale
-      const size_t right = next[left];
-      alive[right] = false;
-      next[left] = end;
-      if (end < n) previous[end] = left;
-      push(left);
-      if (left > 0) push(previous[left]);
+    // Every way to cut each token into two tokens.
+    std::vector<std::array<uint32_t, 3>> splits;
+    for (int32_t id = 0; id < kEndOfText; ++id) {
+      const std::string_view bytes = token_bytes[id];
+      for (size_t cut = 1; cut < bytes.size(); ++cut) {
+        const uint32_t* left = rank_of.find(bytes.substr(0, cut));
+        const uint32_t* right = left ? rank_of.find(bytes.substr(cut)) : nullptr;
+        if (right) splits.push_back({*left, *right, static_cast<uint32_t>(id)});
+      }
     }
-    for (size_t i = 0; i < n; i = next[i]) out.push_back(static_cast<int32_t>(rank(piece.substr(i, next[i] - i))));
+    merging.pairs.reserve(splits.size());
+    for (const auto& [left, right, merged] : splits) merging.pairs.insert(left, right, merged);
+    for (uint32_t a = 0; a < 256; ++a)
+      for (uint32_t b = 0; b < 256; ++b) {
+        const uint32_t merged = merging.pairs.find(merging.byte_token[a], merging.byte_token[b]);
+        if (merged != kNoRank) merging.byte_pair[(a << 8) | b] = static_cast<uint16_t>(merged);
+      }
+    for (int32_t id = 0; id < kEndOfText; ++id) {
+      const std::string& bytes = token_bytes[id];
+      longest_token = std::max(longest_token, bytes.size());
+      for (size_t i = 0; i + 1 < bytes.size(); ++i)
+        merging.joinable[(size_t{static_cast<uint8_t>(bytes[i])} << 8) | static_cast<uint8_t>(bytes[i + 1])] = 1;
+    }
+    short_tokens.reserve(kEndOfText);
+    for (int32_t id = 0; id < kEndOfText; ++id) {
+      const std::string& bytes = token_bytes[id];
+      if (bytes.size() <= WordCache::kMaxShort) {
+        const auto* begin = reinterpret_cast<const uint8_t*>(bytes.data());
+        short_tokens.insert(short_key(begin, bytes.size()), static_cast<uint32_t>(id));
+      }
+    }
   }
 
-  void encode_uncached(std::string_view piece, std::vector<int32_t>& out) const {
-    if (const uint32_t whole = rank(piece); whole != kNoRank) {
+  // What one encode() call keeps: its word cache and the counts (always counted: an increment costs less
+  // than asking whether to).
+  struct Call {
+    bool use_cache = true;
+    GPT2Tokenizer::PieceCounts own_counts;
+    GPT2Tokenizer::PieceCounts* counts = &own_counts;
+    WordCache cache;
+  };
+
+  // A piece of two or more bytes, without the cache: one token when it is one (tiktoken asks this first),
+  // else merged. @p key: the piece's ShortKey when it has at most 16 bytes.
+  void encode_uncached(const uint8_t* piece, size_t n, const ShortKey* key, std::vector<int32_t>& out,
+                       Call& call) const {
+    uint32_t whole = kNoRank;
+    if (key) {
+      whole = short_tokens.find(*key);
+    } else if (n <= longest_token) {
+      const uint32_t* found = rank_of.find({reinterpret_cast<const char*>(piece), n});
+      if (found) whole = *found;
+    }
+    if (whole != kNoRank) {
       out.push_back(static_cast<int32_t>(whole));
-    } else if (piece.size() >= kHeapMergeFrom) {
-      merge_long(piece, out);
-    } else {
-      merge_short(piece, out);
+      ++call.counts->whole_tokens;
+      return;
     }
+    ++call.counts->merged, call.counts->merged_bytes += n;
+    merging.merge(piece, n, out);
   }
 
-  void encode_piece(std::string_view piece, std::vector<int32_t>& out, PieceCache& cache) const {
-    if (piece.size() > kCachedPieceMax) return encode_uncached(piece, out);
-    if (const PieceCache::Range* hit = cache.ranges.find(piece)) {
-      out.insert(out.end(), cache.ids.begin() + hit->begin, cache.ids.begin() + hit->begin + hit->size);
+  // A piece of 2..8 (kWide: 9..16) bytes, through the word cache's inline keys.
+  template <bool kWide>
+  void encode_short(const uint8_t* piece, size_t n, std::vector<int32_t>& out, Call& call) const {
+    const ShortKey key = short_key(piece, n);
+    if (!call.use_cache) return encode_uncached(piece, n, &key, out, call);
+    const uint64_t h = TokenTable::hash(key);
+    size_t slot = 0;
+    if (call.cache.find<kWide>(key, h, out, slot)) {
+      ++call.counts->cache_hits;
       return;
     }
     const size_t before = out.size();
-    encode_uncached(piece, out);
-    const auto begin = static_cast<uint32_t>(cache.ids.size());
-    cache.ids.insert(cache.ids.end(), out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
-    cache.ranges.insert(piece, {begin, static_cast<uint32_t>(out.size() - before)});
+    encode_uncached(piece, n, &key, out, call);
+    call.cache.insert<kWide>(key, h, slot, out.data() + before, out.size() - before);
   }
 
-  // Pre-tokenizes one valid UTF-8 stretch and encodes each piece.
-  void encode_valid(std::string_view text, pcre2_match_data* match, std::vector<int32_t>& out,
-                    PieceCache& cache) const {
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-    size_t offset = 0;
-    while (offset < text.size()) {
-      const int found =
-          jit ? pcre2_jit_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr)
-              : pcre2_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
-      if (found < 0) {
-        if (found == PCRE2_ERROR_NOMATCH) break;  // cannot happen: every character matches some branch
-        PCRE2_UCHAR message[256];
-        pcre2_get_error_message(found, message, sizeof(message));
-        throw RuntimeFailure(std::string("GPT-2 pre-tokenizer failed: ") + reinterpret_cast<char*>(message));
-      }
-      const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match);
-      if (span[1] <= span[0]) throw RuntimeFailure("GPT-2 pre-tokenizer matched an empty piece");
-      encode_piece(text.substr(span[0], span[1] - span[0]), out, cache);
-      offset = span[1];
+  // One piece of @p n >= 1 bytes.
+  void encode_piece(const uint8_t* piece, size_t n, std::vector<int32_t>& out, Call& call) const {
+    ++call.counts->pieces;
+    if (n == 1) {
+      out.push_back(static_cast<int32_t>(merging.byte_token[*piece]));
+      ++call.counts->single_bytes;
+      return;
     }
+    if (n <= 8) return encode_short<false>(piece, n, out, call);
+    if (n <= WordCache::kMaxShort) return encode_short<true>(piece, n, out, call);
+    if (!call.use_cache || n > WordCache::kMaxLong) return encode_uncached(piece, n, nullptr, out, call);
+    const size_t before = out.size();
+    const std::string_view view(reinterpret_cast<const char*>(piece), n);
+    size_t count = 0;
+    if (const int32_t* ids = call.cache.find_long(view, count)) {
+      out.insert(out.end(), ids, ids + count);
+      ++call.counts->cache_hits;
+      return;
+    }
+    encode_uncached(piece, n, nullptr, out, call);
+    call.cache.insert_long(view, out.data() + before, out.size() - before);
   }
 
   std::vector<int32_t> encode(std::string_view text) const {
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 16);
-    std::unique_ptr<pcre2_match_data, MatchDataDeleter> match(
-        pcre2_match_data_create_from_pattern(pattern.get(), nullptr));
-    if (!match) throw RuntimeFailure("out of memory for the pre-tokenizer's match data");
-    PieceCache cache;
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-    size_t i = 0;
-    while (i < text.size()) {
-      const size_t valid = valid_utf8_prefix(bytes + i, text.size() - i);
-      if (valid > 0) encode_valid(text.substr(i, valid), match.get(), out, cache);
-      i += valid;
-      if (i < text.size()) {
-        out.push_back(static_cast<int32_t>(rank(text.substr(i, 1))));  // an invalid byte: its own token
-        ++i;
-      }
-    }
+    Call call;
+    scan_pieces(text, *classes, [&](const uint8_t* piece, size_t n) { encode_piece(piece, n, out, call); });
     return out;
   }
 };
@@ -392,9 +333,7 @@ GPT2Tokenizer GPT2Tokenizer::from_files(const fs::path& encoder_json, const fs::
   auto impl = std::make_unique<Impl>();
   impl->token_bytes = tokens_from_encoder(encoder_text, encoder_json.string(), vocab_bpe.string(), by_rank, alphabet);
   for (int32_t id = 0; id < kEndOfText; ++id) impl->rank_of.insert(impl->token_bytes[id], static_cast<uint32_t>(id));
-  impl->pattern = compile_pattern();
-  // JIT makes matching several times faster; without it (some platforms) the interpreter is still exact.
-  impl->jit = pcre2_jit_compile(impl->pattern.get(), PCRE2_JIT_COMPLETE) == 0;
+  impl->index_vocabulary();
   impl->fingerprint = sha256_hex(sha256_hex(encoder_text) + sha256_hex(merges_text));
   return GPT2Tokenizer(std::move(impl));
 }
@@ -413,6 +352,35 @@ std::vector<int32_t> GPT2Tokenizer::encode_allowing_special(std::string_view tex
     out.push_back(kEndOfText);
     start = found + kEndOfTextText.size();
   }
+}
+
+std::vector<std::string_view> GPT2Tokenizer::pretokenize(std::string_view text) const {
+  std::vector<std::string_view> pieces;
+  pieces.reserve(text.size() / 4 + 4);
+  scan_pieces(text, *impl_->classes,
+              [&](const uint8_t* piece, size_t n) { pieces.emplace_back(reinterpret_cast<const char*>(piece), n); });
+  return pieces;
+}
+
+size_t GPT2Tokenizer::count_pieces(std::string_view text) const {
+  size_t count = 0;
+  scan_pieces(text, *impl_->classes, [&](const uint8_t*, size_t) { ++count; });
+  return count;
+}
+
+std::vector<int32_t> GPT2Tokenizer::encode_pieces(const std::vector<std::string_view>& pieces, bool use_cache,
+                                                  PieceCounts* counts) const {
+  std::vector<int32_t> out;
+  Impl::Call call;
+  call.use_cache = use_cache;
+  if (counts) call.counts = counts;
+  if (counts) *counts = {};
+  for (const std::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    const auto* begin = reinterpret_cast<const uint8_t*>(piece.data());
+    impl_->encode_piece(begin, piece.size(), out, call);
+  }
+  return out;
 }
 
 const std::string& GPT2Tokenizer::token_bytes(int32_t id) const {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a bare GPU machine lacks into .carry/ (git-ignored), so scripts/maintainers/gpu-bench.sh can build
 # there without internet: the header-only libraries (Eigen3, CLI11, nlohmann_json) with their CMake
-# config files, GoogleTest, PCRE2 and OpenSSL's libcrypto (datasets/), pkgconf, and the data files.
+# config files, GoogleTest, OpenSSL's libcrypto (datasets/), pkgconf, and the data files.
 #
 #   scripts/maintainers/pack-carry.sh            # from this machine's /usr and $SPEEDLABS_DATA_DIR (or <repo>/data)
 #
@@ -39,15 +39,13 @@ copy include/gtest
 copy include/gmock
 copy "lib/$arch/cmake/GTest"
 for lib in libgtest.a libgtest_main.a libgmock.a libgmock_main.a; do copy "lib/$arch/$lib"; done
-# PCRE2 and libcrypto (the tokenizer's regular expressions, the data files' SHA-256).
-copy include/pcre2.h
+# libcrypto (the data files' SHA-256).
 copy include/openssl
 cp -a "/usr/include/$arch/openssl/." "$prefix/include/openssl/"  # Debian keeps two headers per architecture
-for lib in libpcre2-8.so libpcre2-8.so.0 "$(readlink "/usr/lib/$arch/libpcre2-8.so.0")" libcrypto.so libcrypto.so.3 \
-           libssl.so libssl.so.3; do
+for lib in libcrypto.so libcrypto.so.3 libssl.so libssl.so.3; do
   copy "lib/$arch/$lib"
 done
-for pc in libpcre2-8.pc libcrypto.pc libssl.pc openssl.pc; do
+for pc in libcrypto.pc libssl.pc openssl.pc; do
   copy "lib/$arch/pkgconfig/$pc"
   sed -i 's|^prefix=.*|prefix=${pcfiledir}/../../..|' "$prefix/lib/$arch/pkgconfig/$pc"
 done
