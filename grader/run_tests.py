@@ -5,9 +5,9 @@
 
 Lists the graded tests (suites LabNN_<exercise>) of BUILD (the lists gtest_discover_tests wrote, read as
 text) and runs each as its own process,
-BUILD/labs/NN_topic/test_labNN_graded --gtest_filter=<test>, in its own sandbox (grader/sandbox.py:
-its own PID namespace, no network, every file system read-only, RUN_DIR, the --out folder and solutions/
-hidden), two at a time, stopped at its exercise's budget per test (tests/labNN/points.tsv, budget_s). Each
+BUILD/labs/NN_topic/test_labNN_graded --gtest_filter=<test> from lab NN's own copy of BUILD, in its own sandbox
+(grader/sandbox.py: unprivileged, its own PID namespace, no network, an allowlist of read-only folders, RUN_DIR
+covered), two at a time, stopped at its exercise's budget per test (tests/labNN/points.tsv, budget_s). Each
 process gets a socket and a token of its own (tests/support/test_main.cpp); after its sandbox is gone this
 grader writes, outside it:
   RUN_DIR/junit.xml      one test case per test, from the process's exit status as this grader saw it
@@ -47,7 +47,8 @@ HEAD, TAIL = 768 << 10, 256 << 10
 
 def hidden(run_dir, build):
     """What no graded process may see: the run's records, the grader's output folder, the answers (the
-    reference, its programs in every other build tree, the Python references)."""
+    reference, its programs in every other build tree, the Python references). The sandbox's allowlist leaves
+    most of them out already; it covers those that lie inside a folder it mounts (the run's records)."""
     paths = [run_dir, ROOT / "solutions", ROOT / "docs" / "results", ROOT / ".cache", ROOT / "reference"]
     paths += [tree for tree in ROOT.glob("build*") if tree.is_dir() and tree.resolve() != Path(build).resolve()]
     if os.environ.get("SPEEDLABS_GRADE_OUT"):

@@ -20,11 +20,13 @@ audited setuid-free tool that Flatpak uses, so its mounts are not ours to get wr
   covers a path inside the allowed ones (a run's records, a lab's reference objects); --rw PATH is mounted
   writable (it must belong to the sandbox's user). /tmp, /var/tmp and /dev/shm are private, size-capped tmpfs.
 - **A lab's own tree.** With SPEEDLABS_SANDBOX_TREE (the graded build tree) and SPEEDLABS_SANDBOX_COPIES set, a
-  graded program of lab NN (a path under TREE/labs/NN_*) runs in COPIES/labNN mounted in the tree's place:
-  the copy lab NN's code was built in, so no lab's code can touch another's.
-- **Limits** (each a variable): at most SPEEDLABS_SANDBOX_PROCESSES (512) processes and threads of the
-  sandbox's user, SPEEDLABS_SANDBOX_MEMORY_MB of data memory a process (3/8 of this machine's memory less the
-  tmpfs: two tests run at once), files of at most SPEEDLABS_SANDBOX_FILE_MB (2048) MiB, no core files.
+  program that lies in COPIES/labNN/ (a graded program of lab NN), or any command given SPEEDLABS_SANDBOX_LAB=NN
+  (lab NN's build), runs with COPIES/labNN mounted in the tree's place: the copy lab NN's code was built in, so
+  no lab's code can touch another's.
+- **Limits** (each a variable): at most SPEEDLABS_SANDBOX_PROCESSES (512) processes and threads in one sandbox
+  (each has a user namespace of its own, which the kernel counts apart), SPEEDLABS_SANDBOX_MEMORY_MB of data
+  memory a process (3/8 of this machine's memory less the tmpfs: two tests run at once), files of at most
+  SPEEDLABS_SANDBOX_FILE_MB (2048) MiB, no core files.
 
 Where bwrap is missing or the kernel refuses user namespaces, the sandbox cannot be made and grading stops with
 a message (exit 2), never grading unsandboxed in silence; SPEEDLABS_SANDBOX=off is the documented opt-out (a
@@ -76,9 +78,18 @@ def unprivileged():
 
 
 def torch_prefixes():
+    """The libtorch a build was configured with, whole: for each CMAKE_PREFIX_PATH or Torch_DIR entry, the Python
+    environment it lies in (a release built against another checkout's .venv), else the libtorch folder whose
+    lib/ holds libtorch.so (a downloaded libtorch), else the entry itself."""
     named = [p for var in ("CMAKE_PREFIX_PATH", "Torch_DIR")
              for p in os.environ.get(var, "").replace(";", ":").split(":") if os.path.isabs(p)]
-    return [p for p in named if os.path.exists(p)]
+    roots = []
+    for path in (Path(p) for p in named if os.path.exists(p)):
+        ancestors = [path, *path.parents]
+        root = next((a for a in ancestors if (a / "pyvenv.cfg").is_file()), None) or \
+            next((a for a in ancestors if (a / "lib" / "libtorch.so").exists()), path)
+        roots.append(str(root))
+    return roots
 
 
 def data_folder():
