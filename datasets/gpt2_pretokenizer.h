@@ -14,7 +14,7 @@
 
 namespace datasets::gpt2_internal {
 
-/// What GPT-2's pattern needs to know of a character: letter (\p{L}), number (\p{N}), white space (\s),
+/// What GPT-2's pattern needs to know of a character: letter (\\p{L}), number (\\p{N}), white space (\\s),
 /// anything else; kInvalid marks a byte that does not begin a valid UTF-8 character.
 enum CharClass : uint8_t { kLetter, kNumber, kSpace, kOther, kInvalid };
 
@@ -70,10 +70,10 @@ inline size_t decode_utf8(const uint8_t* p, const uint8_t* end, uint32_t& code_p
 /// GPT-2's pattern, alternative by alternative, as a backtracking engine (tiktoken's fancy-regex) runs it at
 /// each position: the first alternative that matches wins, each + is greedy.
 ///   '(?:[sdmt]|ll|ve|re)   a contraction, lower case only
-///   ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+'   a run of one class, with the one space (U+0020 only) before it
-///   \s+(?!\S)              white space not followed by a non-space: at the end of the text the whole run;
+///   ' ?\\p{L}+', ' ?\\p{N}+', ' ?[^\\s\\p{L}\\p{N}]+'   a run of one class, with the one space (U+0020 only) before it
+///   \\s+(?!\\S)              white space not followed by a non-space: at the end of the text the whole run;
 ///                          before a non-space the run less its last character (which starts the next piece)
-///   \s+                    otherwise (a single white-space character before a non-space)
+///   \\s+                    otherwise (a single white-space character before a non-space)
 /// An invalid UTF-8 byte is a piece of its own and ends the text for what stands before it, as if each
 /// maximal valid stretch were encoded alone.
 class Scanner {

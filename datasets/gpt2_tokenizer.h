@@ -5,7 +5,7 @@
 /// \verbatim
 /// '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 /// \endverbatim
-/// (a hand-written scanner, no regex engine; \p{L}, \p{N} and \s are tiktoken's own classes, tabulated in
+/// (a hand-written scanner, no regex engine; \\p{L}, \\p{N} and \\s are tiktoken's own classes, tabulated in
 /// gpt2_unicode_classes.inc). (2) Each piece's bytes are merged pairwise, always the adjacent pair whose
 /// concatenation has the lowest rank (leftmost on ties), until no pair is a token (ranks from vocab.bpe, checked
 /// against encoder.json: a token's rank is its id). A piece that is a token is that token. Within one call
