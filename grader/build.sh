@@ -107,7 +107,16 @@ build_graded() {
   SPEEDLABS_SANDBOX_LAB="$id" in_own_group timeout --kill-after=10 "$budget" python3 grader/sandbox.py run \
     --rw "$graded_build" --hide "$run_dir" "${hide[@]}" -- cmake --build "$graded_build" --target "${targets[@]}" \
     >"$log" 2>&1 || code=$?
-  if ((code == 0)); then
+  # What the build left is the student's: a program that is a link (to the reference build's, say) or not a
+  # plain file is not run, since the grader would follow it out of the lab's copy.
+  local target replaced=0
+  for target in "${targets[@]}"; do
+    [[ -f "$copies/lab$id/$folder/$target" && ! -L "$copies/lab$id/$folder/$target" ]] || replaced=1
+  done
+  if ((code == 0 && replaced)); then
+    echo program_replaced >"$started"
+    say "lab $id: its built program was replaced by a link or something other than a file while it built: not graded"
+  elif ((code == 0)); then
     echo built >"$started"
   elif ((code == 124 || code == 137)); then
     echo build_timeout >"$started"

@@ -326,6 +326,9 @@ def message(e):
     if e.status == "missing" and e.build == "crashed_at_start":
         return ("your code compiles, but the test program crashed before any test started (listing the tests "
                 f"runs the static initializers: one of yours?); its output is in .cache/check-build-{e.lab}.log")
+    if e.status == "missing" and e.build == "program_replaced":
+        return ("not graded: while your code built, its test or checked program was replaced by a link or by "
+                "something other than the file the build made")
     if e.status == "missing" and e.build == "build_timeout":
         return ("not graded: the build of your code ran past its time limit (SPEEDLABS_SANDBOX_BUILD_S, 600 s by "
                 f"default) and was stopped; its output is in .cache/check-build-{e.lab}.log")

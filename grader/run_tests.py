@@ -61,6 +61,8 @@ def list_tests(build, lab):
     text: never run here, it was written while the student's code ran)."""
     names = []
     for path in sorted(build.glob(f"labs/{lab}_*/test_lab{lab}_graded*_tests.cmake")):
+        if path.is_symlink() or not path.is_file():
+            continue  # written by graded code: a link or a FIFO would have the grader read elsewhere, or wait
         with open(path, errors="replace") as handle:
             text = handle.read(16 << 20)
         names += re.findall(r"add_test\(\s*\[=\[(Lab\d\d_\w+\.[\w/.-]+)\]=\]", text)

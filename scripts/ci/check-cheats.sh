@@ -89,6 +89,13 @@ SPEEDLABS_SANDBOX_BUILD_S=20 SPEEDLABS_SANDBOX_MEMORY_MB=2048 ./lab grade --subm
 python3 tests/grading/cheats/submission.py verify-limits "$scratch/limits-grade/results.json" ||
   { cat "$scratch/limits.log" >&2; die "a limit did not stop its attack with a clear row (above)"; }
 
+echo "check-cheats: lab 01's program swapped for a link to the reference build's while it builds is not graded"
+python3 tests/grading/cheats/submission.py link "$scratch/link"
+./lab grade --submission "$scratch/link" --labs 01 --out "$scratch/link-grade" >"$scratch/link.log" 2>&1 ||
+  { cat "$scratch/link.log" >&2; die "./lab grade failed on the link submission"; }
+python3 tests/grading/cheats/submission.py verify-link "$scratch/link-grade/results.json" ||
+  { cat "$scratch/link.log" >&2; die "a program linked to the reference's was graded (above)"; }
+
 echo "check-cheats: a submission one folder off (FOLDER/labs/NN_topic/) is graded as the stubs, and said"
 mkdir -p "$scratch/nested" && cp -r "$scratch/honest" "$scratch/nested/labs"
 ./lab grade --submission "$scratch/nested" --labs 02 --out "$scratch/nested-grade" >"$scratch/nested.log" 2>&1 ||

@@ -217,7 +217,8 @@ class CannotBeFooled(unittest.TestCase):
     def test_a_lab_that_did_not_build_says_why_and_scores_zero(self):
         # ./lab left the lab's tests out (RUN_DIR/builds/01): none ran, and the line says what stopped them.
         for outcome, text in (("compile_error", "does not compile"), ("crashed_at_start", "crashed before any test"),
-                              ("build_timeout", "ran past its time limit")):
+                              ("build_timeout", "ran past its time limit"),
+                              ("program_replaced", "replaced by a link")):
             with self.subTest(outcome=outcome):
                 (self.run.dir / "builds").mkdir(exist_ok=True)
                 (self.run.dir / "builds" / "01").write_text(outcome + "\n")

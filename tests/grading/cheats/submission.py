@@ -13,6 +13,8 @@
   submission.py limits FOLDER     FOLDER/12_fusion/exercise.cpp: a fork bomb and a memory hog;
                                   FOLDER/08_memory/exercise.cpp: a build that never ends (its test listing sleeps)
   submission.py verify-limits RESULTS
+  submission.py link FOLDER       FOLDER/01_vectorize/exercise.cpp: its checked program linked to the reference's
+  submission.py verify-link RESULTS
 
 Each attack is a line of code put first in one exercise function of a copy of the reference answer (or,
 with no function named, at the end of the file), so the attacked exercise must score 0 and every other
@@ -152,6 +154,21 @@ LIMITS = [
      "if (!cmd[i]) cmd[i] = ' '; if (std::strstr(cmd, \"--gtest_list_tests\")) ::sleep(50); return 0; }();",
      "a build that does not end: listing the tests sleeps past the build's limit (check-cheats.sh sets it to 20 s)"),
 ]
+# The build's own program swapped for a link to the reference build's, while the tests are listed: the grader would
+# follow it out of the lab's copy and run the reference as the student's.
+LINK = [
+    ("01_vectorize", None,
+     "static const int speedlabs_link = [] { char c[4096] = {0}; int f = ::open(\"/proc/self/cmdline\", O_RDONLY); "
+     "ssize_t n = f < 0 ? 0 : ::read(f, c, sizeof c - 1); if (f >= 0) ::close(f); for (ssize_t i = 0; i < n; ++i) "
+     "if (!c[i]) c[i] = ' '; if (std::strstr(c, \"--gtest_list_tests\")) { ::unlink(\"{tree}/labs/01_vectorize/"
+     "checked_lab01\"); (void)!::symlink(\"{root}/build/labs/01_vectorize/checked_lab01\", \"{tree}/labs/"
+     "01_vectorize/checked_lab01\"); } return 0; }();".replace("{tree}", f"{ROOT}/build-submission").replace(
+         "{root}", str(ROOT)),
+     "the reference's checked program linked in place of the student's: not graded"),
+]
+EXPECTED_LINK = {f"lab 01: {e}": (0, m, "replaced by a link") for e, m in
+                 (("sum_squares_eigen", 3), ("sum_squares_torch", 3), ("sum_squares_unrolled", 10),
+                  ("sum_squares_unrolled_speed", 5))}
 EXPECTED_LIMITS = {
     "lab 12: chunk_forward": (0, 10, "SIGABRT"),
     "lab 12: chunk_backward": (0, 20, "SIGABRT"),
@@ -378,6 +395,11 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "limits":
         write(sys.argv[2], LIMITS)
         sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "link":
+        write(sys.argv[2], LINK)
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "verify-link":
+        sys.exit(verify_clock(sys.argv[2], EXPECTED_LINK))
     if len(sys.argv) == 3 and sys.argv[1] == "verify-limits":
         sys.exit(verify_clock(sys.argv[2], EXPECTED_LIMITS))
     print(__doc__, file=sys.stderr)
