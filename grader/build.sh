@@ -84,7 +84,8 @@ lab_copy() {
 
 # build_graded RUN_DIR ID: builds lab ID's graded tests in its own copy of the tree (lab_copy; the log:
 # .cache/check-build-ID.log) and writes how it ended to RUN_DIR/builds/ID for grade.py: built; compile_error;
-# build_timeout (past SPEEDLABS_SANDBOX_BUILD_S, 600 s); or crashed_at_start, when the test program was linked in
+# build_timeout (past SPEEDLABS_SANDBOX_BUILD_S, 600 s); build_wrote_too_much (past SPEEDLABS_SANDBOX_WRITE_MB,
+# grader/sandbox.py); or crashed_at_start, when the test program was linked in
 # this build (newer than the build's start) but listing its tests, the build's last step, died (a static
 # initializer). The compiler's errors are shown here.
 build_graded() {
@@ -118,6 +119,9 @@ build_graded() {
     say "lab $id: its built program was replaced by a link or something other than a file while it built: not graded"
   elif ((code == 0)); then
     echo built >"$started"
+  elif ((code == 120)); then  # grader/sandbox.py's WROTE_TOO_MUCH
+    echo build_wrote_too_much >"$started"
+    say "lab $id: the build of your code wrote past its limit of ${SPEEDLABS_SANDBOX_WRITE_MB:-4096} MiB: stopped, not graded (whole log: .cache/check-build-$id.log)"
   elif ((code == 124 || code == 137)); then
     echo build_timeout >"$started"
     say "lab $id: the build of your code ran past its limit of $budget s: stopped, not graded (whole log: .cache/check-build-$id.log)"

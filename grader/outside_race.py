@@ -7,7 +7,9 @@ same fresh seed: the student's checked_labNN training with the exercise and the 
 best (the lab's baseline), each in a sandbox of its own (grader/sandbox.py) on the same one CPU. One runs
 at a time: the other's whole sandbox is stopped (SIGSTOP to every process in it, so no helper works on while it
 waits). A side runs one segment (SEGMENT_STEPS steps; the first also sets the trainer up), writes its weights
-and is stopped again; its time is this grader's clock over its segments, each to the moment it is stopped. While both are stopped, the reference's
+and is stopped again; its time is this grader's clock over its segments, each to the moment it is stopped, plus the
+CPU time its sandbox used before it said "ready" (the data are there before the seed: a trainer that trained
+ahead of its "ready" on the tokens as they are, then only learnt the relabelling, would otherwise race untimed). While both are stopped, the reference's
 judge (checked_labNN judge-raced, outside any sandbox) gives the weights' loss on the task's held-out tokens, which
 no racer is handed: at or under TARGET the side has reached the target; weights that cannot be judged, or a loss
 still above the target after STEP_CAP steps, fail it. The order turns every round.
@@ -95,6 +97,7 @@ class Racer:
         program = Path(program).resolve()
         self.side, self.cpu, self.deadline = side, cpu, deadline
         self.segments, self.losses = [], []
+        self.setup = 0.0  # CPU seconds of its sandbox before it said "ready": part of its time
         self.done, self.reached, self.why = False, False, ""
         self.read_end, write_end = os.pipe()
         environment = processes.graded_env()
@@ -110,6 +113,7 @@ class Racer:
         """Waits for "ready", stops the process and hands it the seed (read when it next runs); "" or why not."""
         said, _, why = outside_timing.read_until(self.read_end, self.deadline, 64, lambda data: data.endswith(b"\n"))
         stop_tree(self.process.pid, self.deadline)
+        self.setup = outside_timing.tree_cpu(self.process.pid)
         if not why and said != b"ready\n":
             why = "it did not say it was ready"
         return self.failed(why) or self.tell(f"{seed}\n")
@@ -154,7 +158,7 @@ class Racer:
         return f" (exit code {code}" + (f": {said})" if said else ")")
 
     def seconds(self):
-        return sum(s.wall for s in self.segments)
+        return self.setup + sum(s.wall for s in self.segments)
 
     def end(self):
         """Kills the side's sandbox (its first process: every process in it ends), stopped or not."""
@@ -263,7 +267,8 @@ def race_exercise(student, reference, spec, budget, hidden):
         fractions = fractions_of(exercise, best)
         load = statistics.median(s.others for s in best.segments)
         how = (f"{score:.2f}: the baseline's {best.seconds():.1f} s to the target over your "
-               f"{exercise.seconds():.1f} s ({len(best.segments) * spec.segment_steps} and "
+               f"{exercise.seconds():.1f} s, each with its CPU time before it was ready "
+               f"({len(best.segments) * spec.segment_steps} and "
                f"{len(exercise.segments) * spec.segment_steps} steps), the two raced by turns on one CPU; full "
                f"points from {spec.full:.2f}, none below {spec.zero:.2f}")
         if len(fractions) >= MIN_SEGMENTS:

@@ -211,7 +211,8 @@ def verdict(case, exercise, output, run):
 def build_outcome(run, lab):
     """How the build of lab @p lab's graded tests ended in @p run (RUN_DIR/builds/NN, written by ./lab): built,
     compile_error (the code does not compile), crashed_at_start (the test program linked, then died while
-    its tests were listed: a static initializer) or build_timeout (stopped at its time limit); built when the
+    its tests were listed: a static initializer), build_timeout (stopped at its time limit) or
+    build_wrote_too_much (stopped at its limit on what it writes); built when the
     run has no such file."""
     try:
         return (Path(run) / "builds" / lab).read_text().strip() or "built"
@@ -332,6 +333,9 @@ def message(e):
     if e.status == "missing" and e.build == "build_timeout":
         return ("not graded: the build of your code ran past its time limit (SPEEDLABS_SANDBOX_BUILD_S, 600 s by "
                 f"default) and was stopped; its output is in .cache/check-build-{e.lab}.log")
+    if e.status == "missing" and e.build == "build_wrote_too_much":
+        return ("not graded: the build of your code wrote more than its limit (SPEEDLABS_SANDBOX_WRITE_MB, 4096 MiB "
+                f"by default) and was stopped; its output is in .cache/check-build-{e.lab}.log")
     if e.status == "missing":
         return "no graded test ran (was the build interrupted?)"
     if e.status == "skipped":

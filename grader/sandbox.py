@@ -26,7 +26,9 @@ audited setuid-free tool that Flatpak uses, so its mounts are not ours to get wr
 - **Limits** (each a variable): at most SPEEDLABS_SANDBOX_PROCESSES (512) processes and threads in one sandbox
   (each has a user namespace of its own, which the kernel counts apart), SPEEDLABS_SANDBOX_MEMORY_MB of data
   memory a process (3/8 of this machine's memory less the tmpfs: two tests run at once), files of at most
-  SPEEDLABS_SANDBOX_FILE_MB (2048) MiB, no core files.
+  SPEEDLABS_SANDBOX_FILE_MB (2048) MiB, no core files, and where a sandbox has writable folders (a build) at most
+  SPEEDLABS_SANDBOX_WRITE_MB (4096) MiB more in them than they held at its start: read every WRITE_POLL_S
+  seconds, so a sandbox may pass it by what it writes in that time before it is stopped (exit WROTE_TOO_MUCH).
 
 Where bwrap is missing or the kernel refuses user namespaces, the sandbox cannot be made and grading stops with
 a message (exit 2), never grading unsandboxed in silence; SPEEDLABS_SANDBOX=off is the documented opt-out (a
@@ -39,8 +41,10 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +57,8 @@ SYSTEM = ("/usr", "/etc", "/opt", "/lib", "/lib32", "/lib64", "/libx32", "/bin",
 TMPFS_MB = {"/tmp": 1024, "/var/tmp": 256, "/dev/shm": 512}
 STAGE = "/run/speedlabs-sandbox"  # where a root grader's private mount namespace stages the sources
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+WRITE_POLL_S = 0.5  # how often the writable folders' size is read
+WROTE_TOO_MUCH = 120  # the exit code of a sandbox stopped for writing past SPEEDLABS_SANDBOX_WRITE_MB
 
 
 def disabled():
@@ -201,8 +207,53 @@ def stage():
     return reach
 
 
+def written(folders):
+    """Bytes the files under @p folders take on disk (a file linked twice counted once)."""
+    seen, total, stack = set(), 0, list(folders)
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+    return total
+
+
+def watch_writes(folders, child):
+    """Waits for @p child (the sandbox) while the size of @p folders stays within SPEEDLABS_SANDBOX_WRITE_MB of
+    what they held at the start; past it the sandbox is killed (every process in it ends with bwrap). Exits with
+    the sandbox's code, or WROTE_TOO_MUCH."""
+    cap = limit("SPEEDLABS_SANDBOX_WRITE_MB", 4096) << 20
+    start = written(folders)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the driver's stop reaches the sandbox
+        signal.signal(number, lambda number, _: os.kill(child, number))
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
+        if written(folders) - start > cap:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            print(f"[lab] the sandbox wrote more than SPEEDLABS_SANDBOX_WRITE_MB ({cap >> 20} MiB) into "
+                  f"{', '.join(folders)}: stopped", file=sys.stderr)
+            os._exit(WROTE_TOO_MUCH)
+        time.sleep(WRITE_POLL_S)
+
+
 def enter(spec, command):
-    """Sets the limits, drops a root grader's privileges and becomes bwrap (never returns)."""
+    """Sets the limits, drops a root grader's privileges and becomes bwrap (never returns); with writable
+    folders, bwrap runs in a child and this process watches what they hold (watch_writes)."""
     argv = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
             "--hostname", "sandbox", "--setenv", "HOME", "/tmp", "--setenv", "CCACHE_DISABLE", "1",
             *mounts(command, spec["rw"], spec["hide"], stage())]
@@ -215,6 +266,10 @@ def enter(spec, command):
     resource.setrlimit(resource.RLIMIT_DATA, (data, data))
     processes = limit("SPEEDLABS_SANDBOX_PROCESSES", 512)
     resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    if spec["rw"]:
+        child = os.fork()
+        if child:
+            watch_writes([own[0] if own and path == own[1] else path for path in spec["rw"]], child)
     os.execvp(*(lambda a: (a[0], a))(unprivileged() + argv))
 
 

@@ -218,6 +218,7 @@ class CannotBeFooled(unittest.TestCase):
         # ./lab left the lab's tests out (RUN_DIR/builds/01): none ran, and the line says what stopped them.
         for outcome, text in (("compile_error", "does not compile"), ("crashed_at_start", "crashed before any test"),
                               ("build_timeout", "ran past its time limit"),
+                              ("build_wrote_too_much", "wrote more than its limit"),
                               ("program_replaced", "replaced by a link")):
             with self.subTest(outcome=outcome):
                 (self.run.dir / "builds").mkdir(exist_ok=True)

@@ -2,7 +2,8 @@
 """grader/outside_race.py on synthetic races (no lab built): the score from both sides' times, its share,
 scattered or busy segments undecided, too few segments decided only when every one earns the same, a failed side,
 a process that used more than its CPU; and, on real processes, that stopping a sandbox's tree stops every process
-in it (a child and a grandchild that spin) until it is let go. The processes themselves race in the CTest
+in it (a child and a grandchild that spin; in a sandbox, a daemon and a process that keeps forking) until it is
+let go. The processes themselves race in the CTest
 lab13.raced_outside.
 
   test_outside_race.py ROOT
@@ -18,6 +19,7 @@ ROOT = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 else Path(__file__).
 sys.path.insert(0, str(ROOT / "grader"))
 import outside_race  # noqa: E402
 import outside_timing  # noqa: E402
+import sandbox  # noqa: E402
 from outside_race import Segment, Spec  # noqa: E402
 
 SPEC = Spec("make_trainer_speed", full=1.6, zero=1.2, target=7.5, segment_steps=10, step_cap=300)
@@ -26,11 +28,11 @@ SPEC = Spec("make_trainer_speed", full=1.6, zero=1.2, target=7.5, segment_steps=
 class Side:
     """A Racer's stand-in: its segments' wall times, quiet and one CPU's worth unless told."""
 
-    def __init__(self, walls, others=0.0, cpu=None):
+    def __init__(self, walls, others=0.0, cpu=None, setup=0.0):
         self.segments = [Segment(wall, cpu(wall) if cpu else wall, others) for wall in walls]
+        self.setup = setup
 
-    def seconds(self):
-        return sum(s.wall for s in self.segments)
+    seconds = outside_race.Racer.seconds
 
 
 def verdict(exercise, best, failed=""):
@@ -42,8 +44,8 @@ class Verdicts(unittest.TestCase):
     def test_twice_as_fast_as_the_baseline_earns_every_point(self):
         # 9 segments of 1 s against 5 of 0.9 s: the baseline's 9 s over 4.5 s.
         got = verdict(Side([0.9] * 5), Side([1.0] * 9))
-        self.assertTrue(got.startswith("score 1.000 (2.00: the baseline's 9.0 s to the target over your 4.5 s (90 and "
-                                       "50 steps)"), got)
+        self.assertTrue(got.startswith("score 1.000 (2.00: the baseline's 9.0 s to the target over your 4.5 s, each with "
+                                       "its CPU time before it was ready (90 and 50 steps)"), got)
 
     def test_the_share_is_linear_between_the_thresholds(self):
         # 1.4, half-way between 1.2 and 1.6: half the points.
@@ -76,6 +78,11 @@ class Verdicts(unittest.TestCase):
         why = "failed your trainer in the race: the judged loss is 8.100 after the step cap of 300 steps"
         self.assertEqual(verdict(Side([1.0]), Side([1.0]), failed=why), why)
 
+    def test_work_done_before_ready_is_timed(self):
+        # Twice the baseline's speed once racing, after 9 s of training ahead of its "ready": 9.5 s over 13.5 s.
+        got = verdict(Side([0.9] * 5, setup=9.0), Side([1.0] * 9, setup=0.5))
+        self.assertTrue(got.startswith("score 0.000 (0.70: the baseline's 9.5 s to the target over your 13.5 s"), got)
+
     def test_more_than_one_cpu_earns_nothing(self):
         got = verdict(Side([0.5] * 5, cpu=lambda wall: 2 * wall), Side([1.4] * 5))
         self.assertTrue(got.startswith("failed your racing process used more than the one CPU"), got)
@@ -97,6 +104,28 @@ class Stopping(unittest.TestCase):
             outside_race.signal_tree(process.pid, outside_race.signal.SIGCONT)
             time.sleep(0.5)
             self.assertGreater(outside_timing.tree_cpu(process.pid), before + 0.2)
+        finally:
+            outside_race.signal_tree(process.pid, outside_race.signal.SIGKILL)
+            process.wait()
+
+    def test_a_helper_that_leaves_its_session_in_a_sandbox_is_stopped_too(self):
+        # A daemon (setsid, its parent gone) and a process that keeps forking: in the sandbox's PID namespace
+        # each stays under the sandbox's first process, so the stop reaches it.
+        why = sandbox.probe()
+        if why:
+            self.skipTest(f"no sandbox can be made here: {why}")
+        script = ("setsid sh -c 'sh -c \"while :; do :; done\" & exit' & "
+                  "while :; do sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'; done")
+        process = subprocess.Popen(sandbox.wrap(["/bin/sh", "-c", script]))
+        try:
+            time.sleep(1.0)
+            self.assertGreaterEqual(len(outside_timing.tree(process.pid)), 4)  # bwrap twice, the shell, the daemon
+            outside_race.stop_tree(process.pid, time.monotonic() + 10)
+            states = {state for state, _ in outside_timing.tree(process.pid).values()}
+            self.assertEqual(states, {"T"})
+            before = outside_timing.tree_cpu(process.pid)
+            time.sleep(0.5)
+            self.assertEqual(outside_timing.tree_cpu(process.pid), before)
         finally:
             outside_race.signal_tree(process.pid, outside_race.signal.SIGKILL)
             process.wait()

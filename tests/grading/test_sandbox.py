@@ -6,7 +6,7 @@
 It runs unprivileged (a root grader's command as nobody); .git, solutions/, the kept runs and the rest of the
 machine are out of reach; /proc/sys and /sys cannot be written; a write meant for the host (a canary beside this
 test's folder) never lands; nothing one sandbox writes is there for the next; no network; and its limits stop a
-fork bomb, a memory hog and a full /tmp.
+fork bomb, a memory hog, a full /tmp and a build writing past its cap.
 """
 import os
 import subprocess
@@ -20,11 +20,12 @@ sys.path.insert(0, str(ROOT / "grader"))
 import sandbox  # noqa: E402
 
 
-def inside(script, **limits):
-    """(exit code, output) of the shell @p script run in a sandbox, with SPEEDLABS_SANDBOX_<limit> variables."""
+def inside(script, writable=(), **limits):
+    """(exit code, output) of the shell @p script run in a sandbox with @p writable folders, with
+    SPEEDLABS_SANDBOX_<limit> variables."""
     env = dict(os.environ) | {f"SPEEDLABS_SANDBOX_{k.upper()}": str(v) for k, v in limits.items()}
     env.pop("SPEEDLABS_SANDBOX", None)
-    done = subprocess.run(sandbox.wrap(["/bin/sh", "-c", script]), cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run(sandbox.wrap(["/bin/sh", "-c", script], writable), cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     return done.returncode, done.stdout + done.stderr
 
@@ -99,6 +100,19 @@ class Sandbox(unittest.TestCase):
     def test_tmp_is_capped(self):
         code, output = inside("dd if=/dev/zero of=/var/tmp/fill bs=1M count=400 2>&1; echo code=$?")
         self.assertIn("No space left on device", output)
+
+    def test_a_build_writing_past_its_cap_is_stopped(self):
+        with tempfile.TemporaryDirectory() as folder:
+            if os.geteuid() == 0:
+                os.chown(folder, sandbox.SANDBOX_UID, sandbox.SANDBOX_UID)
+            code, output = inside(f"dd if=/dev/zero of={folder}/small bs=1M count=4 2>/dev/null && echo wrote",
+                                  writable=[folder], write_mb=16)
+            self.assertEqual((code, output.strip()), (0, "wrote"), "a write under the cap must pass")
+            code, output = inside(f"dd if=/dev/zero of={folder}/fill bs=1M count=64 2>/dev/null; sleep 20; "
+                                  "echo survived", writable=[folder], write_mb=16)
+            self.assertEqual(code, sandbox.WROTE_TOO_MUCH, output)
+            self.assertNotIn("survived", output)
+            self.assertIn("SPEEDLABS_SANDBOX_WRITE_MB", output)
 
 
 if __name__ == "__main__":
