@@ -1,6 +1,10 @@
 #include "common/peaks.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -29,6 +33,13 @@ constexpr int64_t kSseLanes = 4;      // of a 128-bit register
 constexpr int kAmdHalfWidthAvx512Family = 25;
 constexpr double kHzPerMHz = 1e6, kHzPerKHz = 1e3;
 constexpr double kTera = 1e12;
+// Intel's figure for the AMX tile unit of a 4th-generation Xeon (Sapphire Rapids) core: a 16 x 32 by 32 x 16 bf16
+// tile product (16,384 FLOP) every 16 cycles, 1,024 bf16 (or, with AMX-FP16, fp16) FLOP per cycle.
+constexpr double kAmxFlopPerCycle = 1024;
+// The clock's measurement: adds per chain, chains per timing, timings (the fastest counts: another program
+// or the hypervisor can only slow a timing down).
+constexpr int64_t kClockChains = 1 << 18;
+constexpr int kClockTimings = 9;
 
 // "key\t: value" -> value, for the first line whose key is @p key.
 std::string field(const std::string& line, const std::string& key) {
@@ -73,7 +84,47 @@ const std::vector<Datasheet>& datasheets() {
   return rows;
 }
 
+// One chain of 64 register-to-register adds, each needing the last one's result: 64 cycles on any x86-64 or
+// AArch64 core (an add's latency is one cycle there, and a renamer cannot fold an add of an unknown register).
+#if defined(__x86_64__)
+#define SPEEDLABS_ADD "add %1, %0\n\t"
+#elif defined(__aarch64__)
+#define SPEEDLABS_ADD "add %0, %0, %1\n\t"
+#endif
+#ifdef SPEEDLABS_ADD
+#define SPEEDLABS_ADD8 \
+  SPEEDLABS_ADD SPEEDLABS_ADD SPEEDLABS_ADD SPEEDLABS_ADD SPEEDLABS_ADD SPEEDLABS_ADD SPEEDLABS_ADD SPEEDLABS_ADD
+constexpr int64_t kAddsPerChain = 64;
+uint64_t add_chains(int64_t chains, uint64_t step) {
+  uint64_t value = step;
+  for (int64_t i = 0; i < chains; ++i) {
+    asm volatile(SPEEDLABS_ADD8 SPEEDLABS_ADD8 SPEEDLABS_ADD8 SPEEDLABS_ADD8 SPEEDLABS_ADD8 SPEEDLABS_ADD8
+                     SPEEDLABS_ADD8 SPEEDLABS_ADD8
+                 : "+r"(value)
+                 : "r"(step));
+  }
+  return value;
+}
+#endif
+
 }  // namespace
+
+double measured_clock_hz() {
+#ifdef SPEEDLABS_ADD
+  using Clock = std::chrono::steady_clock;
+  const uint64_t step = static_cast<uint64_t>(Clock::now().time_since_epoch().count() | 1);  // unknown to the compiler
+  add_chains(kClockChains / 8, step);                                                        // warm-up
+  double fastest = std::numeric_limits<double>::infinity();
+  for (int timing = 0; timing < kClockTimings; ++timing) {
+    const auto start = Clock::now();
+    add_chains(kClockChains, step);
+    fastest = std::min(fastest, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return static_cast<double>(kClockChains * kAddsPerChain) / fastest;
+#else
+  return 0;
+#endif
+}
 
 PeakFormat format_of(Precision precision) {
   switch (precision) {
@@ -130,6 +181,16 @@ CpuDescription describe_this_cpu() {
   if (!max_khz.empty()) khz = std::stod(max_khz);
   CpuDescription cpu = parse_cpuinfo(read_or_empty("/proc/cpuinfo"), khz);
   if (cpu.cores <= 0) cpu.cores = std::thread::hardware_concurrency();
+  // A peak is at least what the core runs at: without cpufreq (a VM) the listed clock is the host's nominal one,
+  // and even cpufreq's maximum can be passed; the measured clock is taken where it is higher or nothing is known.
+  static const double measured = measured_clock_hz();
+  if (measured > cpu.clock_hz) {
+    cpu.clock_source = "measured: a chain of dependent integer adds (one cycle each) ran at " +
+                       fixed(measured / 1e9, 3) + " GHz" +
+                       (cpu.clock_hz > 0 ? ", above the " + fixed(cpu.clock_hz / 1e9, 3) + " GHz of " + cpu.clock_source
+                                         : std::string(", no clock listed"));
+    cpu.clock_hz = measured;
+  }
   return cpu;
 }
 
@@ -147,10 +208,20 @@ TheoreticalPeak cpu_peak(const CpuDescription& cpu, PeakFormat format) {
     isa += ", avx512_fp16";
   }
   TheoreticalPeak peak;
-  peak.flops = static_cast<double>(cpu.cores) * cpu.clock_hz * kFmaUnitsPerCore * lanes * flop_per_lane;
-  peak.what = std::to_string(cpu.cores) + " cores x " + fixed(cpu.clock_hz / 1e9, 3) + " GHz x " +
-              std::to_string(kFmaUnitsPerCore) + " FMA units x " + std::to_string(lanes) + " lanes x " +
-              fixed(flop_per_lane, 0) + " FLOP = " + fixed(peak.flops / 1e9, 1) + " GFLOP/s (" + isa + ")";
+  const bool amx = (format == PeakFormat::bf16 && has_flag(cpu.flags, "amx_bf16")) ||
+                   (format == PeakFormat::fp16 && has_flag(cpu.flags, "amx_fp16"));
+  if (amx) {  // the tile unit outruns the vector units: the core's peak is its
+    peak.flops = static_cast<double>(cpu.cores) * cpu.clock_hz * kAmxFlopPerCycle;
+    peak.what = std::to_string(cpu.cores) + " cores x " + fixed(cpu.clock_hz / 1e9, 3) + " GHz x " +
+                fixed(kAmxFlopPerCycle, 0) + " FLOP per cycle = " + fixed(peak.flops / 1e9, 1) +
+                " GFLOP/s (AMX tiles, Intel's figure for a 4th-generation Xeon core)";
+    isa = "AMX";
+  } else {
+    peak.flops = static_cast<double>(cpu.cores) * cpu.clock_hz * kFmaUnitsPerCore * lanes * flop_per_lane;
+    peak.what = std::to_string(cpu.cores) + " cores x " + fixed(cpu.clock_hz / 1e9, 3) + " GHz x " +
+                std::to_string(kFmaUnitsPerCore) + " FMA units x " + std::to_string(lanes) + " lanes x " +
+                fixed(flop_per_lane, 0) + " FLOP = " + fixed(peak.flops / 1e9, 1) + " GFLOP/s (" + isa + ")";
+  }
   peak.inputs = {{"cores", cpu.cores},
                  {"clock_hz", cpu.clock_hz},
                  {"clock_source", cpu.clock_source},

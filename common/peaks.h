@@ -44,7 +44,13 @@ struct CpuDescription {
 /// @param cpufreq_max_khz  /sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq, when readable
 CpuDescription parse_cpuinfo(const std::string& cpuinfo, std::optional<double> cpufreq_max_khz);
 
-/// This machine's description (parse_cpuinfo of the files themselves).
+/// This core's clock, measured: chains of 64 dependent register-to-register integer adds (one cycle each on
+/// every x86-64 and AArch64 core) timed, the fastest of a few timings, in cycles per second; 0 on other CPUs.
+double measured_clock_hz();
+
+/// This machine's description (parse_cpuinfo of the files themselves), its clock raised to measured_clock_hz()
+/// where that is higher (a VM lists its host's nominal clock; a core may run above cpufreq's maximum), the
+/// source saying so.
 CpuDescription describe_this_cpu();
 
 /// A theoretical peak and what it is made of.
@@ -59,7 +65,9 @@ struct TheoreticalPeak {
 /// AMD family 25 (Zen 4) runs a 512-bit op as two 256-bit halves, so it counts 8. Two FMA units per core:
 /// what every x86 core with AVX2 since Haswell and Zen 2 has (the flags cannot say; shown as an input).
 /// bf16 doubles the lanes where avx512_bf16 gives a bf16 pair dot product per float32 lane, fp16 where
-/// avx512_fp16 exists; tf32 has no CPU instruction (float32's peak). Pure.
+/// avx512_fp16 exists; tf32 has no CPU instruction (float32's peak). Where the flags list AMX for the format
+/// (amx_bf16, amx_fp16), the tile unit's 1,024 FLOP per cycle per core (Intel's figure for a 4th-generation
+/// Xeon) replaces the vector units'. Pure.
 /// @param cpu    the description (parse_cpuinfo)
 /// @param format the matmuls' format
 TheoreticalPeak cpu_peak(const CpuDescription& cpu, PeakFormat format);

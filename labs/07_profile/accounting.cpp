@@ -261,7 +261,8 @@ void observe_mfu(const StepMeasures& m, speedlabs::Report& report) {
        {"theoretical_peak_flops", m.theory.flops},
        {"theoretical_peak", m.theory.what},
        {"theoretical_inputs", m.theory.inputs}},
-      "a share of each peak (reported)", evidence, [](double v) { return v > 0; }, false);
+      "a share of each peak (reported); the share of the theoretical peak at most 1", evidence,
+      [theoretical](double v) { return v > 0 && theoretical <= 1; }, false);
 }
 
 }  // namespace

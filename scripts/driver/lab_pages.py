@@ -4,25 +4,30 @@
     lab_pages.py refresh [--build DIR] [NN ...]
                                             run every labs/NN_*/ program (or those given) with --quick --json
                                             and keep each report, with the machine and the date, in
-                                            docs/results/labNN.json
+                                            docs/results/labNN.json; then render
     lab_pages.py check-ids README JSON      the README's "What you should observe" table lists exactly the
                                             ids of the lab's --json report (and of docs/results/labNN.json)
+    lab_pages.py render                     writes each page rendered from its source (PAGE.md from PAGE.md.in:
+                                            placeholders filled from the kept runs, see page_render)
+    lab_pages.py figures [PAGE ...]         the figures typed by hand in the pages (or those given: a source,
+                                            where a page has one) and their bad placeholders (see page_figures)
     lab_pages.py check                      before the docs are built: every kept run is fresh (made from the
                                             sources as they are now, see fingerprint), every {{run:...}}
                                             placeholder of every page names an id and a field its kept run has,
-                                            every lesson lists its questions ({{questions:NN}}, just before
-                                            "What you should observe"), and the claims ledger (docs/claims.json)
-                                            names only observed ids
+                                            every committed page is what its source renders to, no figure is
+                                            typed by hand, every lesson lists its questions ({{questions:NN}},
+                                            just before "What you should observe"), and the claims ledger
+                                            (docs/claims.json) names only observed ids
     lab_pages.py fingerprint NN             the fingerprint of lab NN's sources now, and what it covers
     lab_pages.py filter FILE                Doxygen's INPUT_FILTER for Markdown: the page as Doxygen should
                                             read it (see filter_page)
 
 A kept run is tied to the code it was made from by a fingerprint: the SHA-256 of the path and bytes of every
-file (as git lists them: tracked, or new and not ignored) under the lab's folder labs/NN_*/ (its code and
-its lesson), its reference answer solutions/NN_*/, the same two folders of every earlier lab whose
+file (as git lists them: tracked, or new and not ignored) under the lab's folder labs/NN_*/ (its code), its
+reference answer solutions/NN_*/, the same two folders of every earlier lab whose
 exercise it runs (USES_EXERCISES in its CMakeLists.txt, followed through), and the shared sources common/
-and datasets/. Build files, the tests, the docs' own pages and the predictions files (predictions.toml) are
-left out: they do not change what a lab measures. A change to any covered file makes the kept run stale, and `./lab docs` fails until it is made
+and datasets/. Build files, the tests, the pages (the lesson, its source and its fixed-figures.tsv) and the
+predictions files (predictions.toml) are left out: they do not change what a lab measures. A change to any covered file makes the kept run stale, and `./lab docs` fails until it is made
 again (./lab docs --refresh-results NN). The run's content is tied to what the refresh wrote by run.content_sha256
 (kept_runs.content_checksum): a number edited by hand afterwards fails the check too.
 
@@ -40,6 +45,8 @@ from claims_ledger import claims_ledger, ledger_problems  # noqa: E402
 from speedrun_records import speedrun_records  # noqa: E402
 from kept_runs import (RESULTS, ROOT, edited_runs, fingerprint, fingerprint_roots, lab_folders, refresh,  # noqa: E402
                        stale_runs)
+from page_figures import figure_problems  # noqa: E402
+from page_render import render, render_problems, sources, target  # noqa: E402
 from page_markdown import OBSERVE_HEADING, flags_section, observe_table_ids, prose, results_section  # noqa: E402,F401
 from placeholders import (PlaceholderError, fill_placeholders, fill_questions, placeholder_problems,  # noqa: E402,F401
                           question_problems, questions_section)
@@ -169,11 +176,29 @@ def filter_page(path):
     sys.stdout.write(text)
 
 
+# The maintainers' page is their dated log of this project's measurements, each under the machine it was made on:
+# the log is the figures' source, so they are not filled from a kept run.
+FIGURES_LOGGED = ("docs/maintainers.md.in", "docs/maintainers.md")
+
+
 def doc_pages():
-    """Every Markdown page the docs read (the pages placeholders may appear on)."""
-    pages = [ROOT / "datasets" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """Every page a reader sees, as it is written: its source (PAGE.md.in) where it is rendered from one, else
+    the page itself (the pages placeholders may appear on)."""
+    pages = [ROOT / "README.md", ROOT / "labs" / "README.md", ROOT / "datasets" / "README.md",
+             *sorted((ROOT / "docs").glob("*.md"))]
     pages += [folder / "README.md" for folder in lab_folders()]
-    return [p for p in pages if p.exists()]
+    rendered = {target(source): source for source in sources()}
+    return [rendered.get(p, p) for p in pages if p.exists() or p in rendered]
+
+
+def figures(pages):
+    """The figures typed by hand in @p pages, and their placeholders that do not resolve."""
+    problems = []
+    for page in pages:
+        if page.relative_to(ROOT).as_posix() not in FIGURES_LOGGED:
+            problems += figure_problems(page)
+        problems += placeholder_problems(page)
+    return problems
 
 
 def check():
@@ -182,9 +207,9 @@ def check():
         sys.exit("lab_pages: this copy has no kept runs (docs/results/: a release leaves them out, they hold the "
                  "reference's measurements), so the HTML docs are not built here: each lesson is its lab's "
                  "README.md (labs/NN_topic/README.md)")
-    problems = stale_runs() + edited_runs()
+    problems = stale_runs() + edited_runs() + figures(doc_pages()) + render_problems()
     for page in doc_pages():
-        problems += placeholder_problems(page) + question_problems(page)
+        problems += question_problems(page)
     problems += ledger_problems()
     for problem in problems:
         print(f"lab_pages: {problem}", file=sys.stderr)
@@ -199,10 +224,20 @@ def main(argv):
         if only[:1] == ["--build"] and len(only) >= 2:
             build, only = pathlib.Path(only[1]).resolve(), only[2:]
         refresh(build, [f"{int(n):02d}" for n in only])
+        for page in render():
+            print(f"lab_pages: rendered {page.relative_to(ROOT)}")
     elif len(argv) == 3 and argv[0] == "check-ids":
         check_ids(argv[1], argv[2])
     elif argv == ["check"]:
         check()
+    elif argv == ["render"]:
+        for page in render():
+            print(f"lab_pages: rendered {page.relative_to(ROOT)}")
+    elif argv[:1] == ["figures"]:
+        pages = [pathlib.Path(p).resolve() for p in argv[1:]] or doc_pages()
+        problems = figures(pages)
+        print("\n".join(problems) or f"lab_pages: no figure typed by hand in {len(pages)} pages")
+        sys.exit(1 if problems else 0)
     elif len(argv) == 2 and argv[0] == "fingerprint":
         number = f"{int(argv[1]):02d}"
         print(fingerprint(number), " ".join(fingerprint_roots(number)))

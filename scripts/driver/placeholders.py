@@ -124,7 +124,7 @@ def question_problems(path, text=None):
         elif lab_folder(good.group("lab")) is None:
             problems.append(f"{name}:{line}: {match.group(0)}: there is no lab {good.group('lab')}")
     folder = path.parent
-    if path.name != "README.md" or folder.parent != ROOT / "labs" or not re.fullmatch(r"\d\d_.+", folder.name):
+    if path.name not in ("README.md", "README.md.in") or folder.parent != ROOT / "labs" or not re.fullmatch(r"\d\d_.+", folder.name):
         return problems
     sys.path.insert(0, str(ROOT / "scripts" / "driver"))
     import predictions

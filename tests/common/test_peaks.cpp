@@ -59,6 +59,31 @@ TEST(Peaks, CpuPeakIsCoresTimesClockTimesFmaUnitsTimesLanesTimesTwo) {
   EXPECT_DOUBLE_EQ(speedlabs::cpu_peak(cpu, PeakFormat::fp32).flops, 2 * 2.5e9 * 2 * 4 * 1);
 }
 
+TEST(Peaks, AmxTilesSetTheBf16PeakWhereTheFlagsListThem) {
+  speedlabs::CpuDescription cpu;
+  cpu.vendor = "GenuineIntel";
+  cpu.cores = 2;
+  cpu.clock_hz = 2.1e9;
+  cpu.flags = "sse sse2 fma avx avx2 avx512f avx512_bf16 amx_bf16 amx_tile";
+  EXPECT_DOUBLE_EQ(speedlabs::cpu_peak(cpu, PeakFormat::bf16).flops, 2 * 2.1e9 * 1024);  // Intel's AMX figure
+  EXPECT_DOUBLE_EQ(speedlabs::cpu_peak(cpu, PeakFormat::fp32).flops, 2 * 2.1e9 * 2 * 16 * 2) << "no float32 tiles";
+  EXPECT_DOUBLE_EQ(speedlabs::cpu_peak(cpu, PeakFormat::fp16).flops, 2 * 2.1e9 * 2 * 16 * 2) << "no amx_fp16";
+}
+
+TEST(Peaks, TheClockIsMeasuredAndThePeakIsAtLeastIt) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  const double hz = speedlabs::measured_clock_hz();
+  // One add a cycle: a clock between 0.3 and 7 GHz, or the chain did not time what it says (an optimised-away
+  // loop gives far more, a chain of slower instructions far less).
+  EXPECT_GT(hz, 0.3e9);
+  EXPECT_LT(hz, 7e9);
+  const auto cpu = speedlabs::describe_this_cpu();
+  EXPECT_GE(cpu.clock_hz, 0.9 * hz) << cpu.clock_source;  // the peak's clock is never below the measured one
+#else
+  GTEST_SKIP() << "the clock's chain of adds is written for x86-64 and AArch64 only";
+#endif
+}
+
 TEST(Peaks, ThisCpuHasAPositivePeakWithEveryInputShown) {
   const auto peak = speedlabs::theoretical_peak(c10::Device(c10::kCPU), PeakFormat::fp32);
   EXPECT_GT(peak.flops, 0) << peak.what;

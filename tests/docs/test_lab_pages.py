@@ -51,10 +51,11 @@ class ScratchCopy(unittest.TestCase):
         # lab_pages and its modules read the questions through predictions.py, the lab folders through lab_list.py
         # and common.sh
         for script in ("lab_pages.py", "kept_runs.py", "page_markdown.py", "placeholders.py", "claims_ledger.py",
-                       "predictions.py", "lab_list.py", "speedrun_records.py", "common.sh"):
+                       "page_figures.py", "page_render.py", "predictions.py", "lab_list.py", "speedrun_records.py",
+                       "common.sh"):
             shutil.copy(REPO / "scripts" / "driver" / script, self.root / "scripts" / "driver")
         files = {
-            "labs/01_demo/README.md": README,
+            "labs/01_demo/README.md.in": README,
             "labs/01_demo/CMakeLists.txt": "speedlabs_add_lab(ID 01 SOURCES experiment.cpp)\n",
             "labs/01_demo/experiment.cpp": "int answer() { return 42; }\n",
             "labs/README.md": "| [01](01_demo/README.md) | a demo |\n",
@@ -67,6 +68,7 @@ class ScratchCopy(unittest.TestCase):
             (self.root / name).parent.mkdir(parents=True, exist_ok=True)
             (self.root / name).write_text(text, encoding="utf-8")
         self.write_kept_run()
+        self.assertEqual(self.lab_pages("render").returncode, 0)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -105,7 +107,7 @@ class ScratchCopy(unittest.TestCase):
     def test_fresh_run_passes_and_a_changed_source_makes_it_stale(self):
         self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
         for changed in ("common/timer.h", "datasets/data_loader.cpp", "solutions/01_demo/exercise.cpp",
-                        "labs/01_demo/experiment.cpp", "labs/01_demo/README.md"):
+                        "labs/01_demo/experiment.cpp"):
             with self.subTest(changed=changed):
                 path = self.root / changed
                 before = path.read_text(encoding="utf-8")
@@ -201,6 +203,40 @@ class ScratchCopy(unittest.TestCase):
         (self.root / "common" / "new.h").write_text("#pragma once\n", encoding="utf-8")  # new, not ignored
         self.assertNotEqual(self.lab_pages("check").returncode, 0)
 
+    def test_a_page_not_rendered_from_its_source_fails_until_it_is(self):
+        source, page = self.root / "labs" / "01_demo" / "README.md.in", self.root / "labs" / "01_demo" / "README.md"
+        self.assertIn("Loading costs 25 ms", page.read_text(encoding="utf-8"))
+        self.assertNotIn("{{run:", page.read_text(encoding="utf-8").split("`")[0])
+        source.write_text(README.replace("Loading costs", "Loading takes"), encoding="utf-8")
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("labs/01_demo/README.md is not what README.md.in and the kept runs give", result.stderr)
+        self.assertNotIn("stale", result.stderr)  # the lesson is not what the lab measures
+        self.assertEqual(self.lab_pages("render").returncode, 0)
+        self.assertIn("Loading takes 25 ms", page.read_text(encoding="utf-8"))
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        page.write_text(page.read_text(encoding="utf-8").replace("25 ms", "15 ms"), encoding="utf-8")  # by hand
+        self.assertIn("is not what README.md.in", self.lab_pages("check").stderr)
+
+    def test_a_figure_typed_by_hand_fails_unless_sourced_or_fixed(self):
+        source = self.root / "labs" / "01_demo" / "README.md.in"
+        fixed = self.root / "labs" / "01_demo" / "fixed-figures.tsv"
+        for sentence, passes in (("The loop is 3.2x slower.", False), ("A step takes 16-19 ms here.", False),
+                                 ("It used 1,152 MiB at its peak.", False), ("A shape of 2 x 768 floats.", True),
+                                 ("On an A100, chapter 9's log gives 43 ms a step.", True),
+                                 ("A float32 takes 4 bytes.", False), ("`a 3x in code`", True)):
+            with self.subTest(sentence=sentence):
+                source.write_text(README + sentence + "\n", encoding="utf-8")
+                self.lab_pages("render")
+                result = self.lab_pages("check")
+                self.assertEqual(result.returncode == 0, passes, result.stderr)
+                if not passes:
+                    self.assertIn("is typed by hand", result.stderr)
+        fixed.write_text("labs/01_demo/README.md.in\t4 bytes\tthe size of a float32\n", encoding="utf-8")
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        fixed.write_text("labs/01_demo/README.md.in\t4 bytes\n", encoding="utf-8")  # no why: not a row
+        self.assertNotEqual(self.lab_pages("check").returncode, 0)
+
     def test_placeholders_are_filled_from_the_kept_run(self):
         page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md"))
         self.assertEqual(page.returncode, 0, page.stderr)
@@ -210,7 +246,7 @@ class ScratchCopy(unittest.TestCase):
         self.assertEqual(page.stdout.count("{{run:"), 1)
 
     def test_a_placeholder_naming_a_missing_id_or_field_fails_the_check(self):
-        readme = self.root / "labs" / "01_demo" / "README.md"
+        readme = self.root / "labs" / "01_demo" / "README.md.in"
         for bad, said in (("{{run:01:no_such_id}}", "no observation 'no_such_id'"),
                           ("{{run:01:loader_cost_ms.no_such_field}}", "no field 'no_such_field'"),
                           ("{{run:01:loader_cost_ms}}", "not a value"),

@@ -116,7 +116,7 @@ class Stopping(unittest.TestCase):
             self.skipTest(f"no sandbox can be made here: {why}")
         script = ("setsid sh -c 'sh -c \"while :; do :; done\" & exit' & "
                   "while :; do sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'; done")
-        process = subprocess.Popen(sandbox.wrap(["/bin/sh", "-c", script]))
+        process = subprocess.Popen(sandbox.wrap(["/bin/sh", "-c", script]), cwd="/")
         try:
             time.sleep(1.0)
             self.assertGreaterEqual(len(outside_timing.tree(process.pid)), 4)  # bwrap twice, the shell, the daemon

@@ -12,7 +12,8 @@
 - a speed test's share of its points is the harness's record under the run's token, never a printed line;
 - every lesson lists its questions ({{questions:NN}} just before "What you should observe"), without the why;
 - a side_of question takes the words it offers (above/below, more/less) as well as a number;
-- no reference `why` holds its own answer (predictions.py whys); ./lab check compares with the student's own run.
+- no reference `why` holds its own answer (predictions.py whys); ./lab check compares with the student's own run;
+- every reference answer scores full against every kept run (docs/results/), the runs the lessons quote.
 
   python3 tests/grading/test_predictions.py REPO_ROOT [PREDICTIONS_PROGRAM]
 """
@@ -398,6 +399,27 @@ class SpeedScores(unittest.TestCase):
         self.assertIn("could not decide", grade.message(exercise))
 
 
+class KeptRuns(unittest.TestCase):
+    def test_the_reference_answers_score_full_against_every_kept_run(self):
+        # The lessons quote the kept runs: a reference answer that one of them contradicts teaches a wrong number.
+        if not TOOL.exists():
+            self.skipTest(f"{TOOL} is not built")
+        runs = sorted(ROOT.glob("docs/results/lab[0-9][0-9].json")) + sorted(ROOT.glob("docs/results/*/lab*.json"))
+        if not runs:
+            self.skipTest("no kept runs here (a release)")
+        for run in runs:
+            lab = run.stem[3:]
+            reference = next(ROOT.glob(f"solutions/{lab}_*/predictions.toml"), None)
+            if reference is None or not predictions.read(reference):
+                continue
+            with self.subTest(run=str(run.relative_to(ROOT))):
+                answered, error = graded.section(TOOL, reference, reference, run)
+                self.assertFalse(error, error)
+                wrong = [f"{q['name']}: {q['verdict']} (answer {q['yours']}, kept {q['measured_text']}: {q['detail']})"
+                         for q in answered["questions"] if q["verdict"] not in ("ok", "unmeasured")]
+                self.assertEqual(wrong, [])
+
+
 class LessonPage(unittest.TestCase):
     def test_the_questions_come_before_what_you_should_observe(self):
         folder = graded.lab_folder("02")
@@ -417,13 +439,13 @@ class LessonPage(unittest.TestCase):
     def test_every_lesson_lists_its_questions_through_its_placeholder(self):
         for folder in lab_pages.lab_folders():
             with self.subTest(lab=folder.name):
-                self.assertEqual(lab_pages.question_problems(folder / "README.md"), [])
+                self.assertEqual(lab_pages.question_problems(folder / "README.md.in"), [])
                 if predictions.read(folder / "predictions.toml"):
-                    self.assertIn(f"{{{{questions:{folder.name[:2]}}}}}", (folder / "README.md").read_text())
+                    self.assertIn(f"{{{{questions:{folder.name[:2]}}}}}", (folder / "README.md.in").read_text())
 
     def test_a_missing_misplaced_or_wrong_placeholder_is_a_problem(self):
         folder = graded.lab_folder("02")
-        text = (folder / "README.md").read_text()
+        text = (folder / "README.md.in").read_text()
         heading = "\n" + lab_pages.OBSERVE_HEADING
         cases = {"missing": text.replace("{{questions:02}}\n", ""),
                  "misplaced": text.replace("{{questions:02}}\n", "").replace("\n## ", "\n{{questions:02}}\n\n## ", 1),
@@ -432,7 +454,7 @@ class LessonPage(unittest.TestCase):
                  "malformed": text.replace(heading, "\n{{questions:2}}\n" + heading, 1)}
         for name, changed in cases.items():
             with self.subTest(case=name):
-                self.assertTrue(lab_pages.question_problems(folder / "README.md", changed), name)
+                self.assertTrue(lab_pages.question_problems(folder / "README.md.in", changed), name)
 
     def test_a_lab_without_questions_has_no_section(self):
         with tempfile.TemporaryDirectory() as folder:
