@@ -29,6 +29,7 @@
 #include "feeding.h"
 #include "op_cost.h"
 #include "tests/support/data.h"
+#include "tests/support/smoke_run.h"
 #include "tests/support/spin.h"
 #include "tests/support/timed.h"
 #include "trace.h"
@@ -423,21 +424,12 @@ TEST(Lab07Accounting, AProfiledStepsMatmulsAreThreeTimesTheForwardFlops) {
   EXPECT_GE(account.idle_ms, 0) << "ops on one thread do not overlap";
 }
 
-// One --quick run of the whole experiment on the CPU, with the Python peer when one is configured.
-TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
-  SPEEDLABS_REQUIRE_DATA({datasets::kShakespearePath, datasets::kVocabBpePath});
-  lab07::Config config = lab07::quick_config();
-  config.batch = 2;
-  config.seq = 32;
-  config.python = speedlabs::configured_python();
-  config.op_calls = 200;
-  config.feed_steps = 4;
-  const fs::path dir = fresh_dir("run");
-  config.trace_path = (dir / "trace.json").string();
-  config.plots_dir = (dir / "plots").string();
-  speedlabs::Report report("07_profile", "cpu");
-  lab07::run(config, kCpu, report);
-
+// The --quick run on the CPU, with the Python peer where one is configured: the smoke run's (ctest -R lab07.smoke
+// runs `lab07 --quick --device cpu` with its trace and charts in the build folder), read back from its report;
+// CTest runs it first (the fixture lab07_json).
+TEST(Lab07Experiment, FromTheSmokeRunEveryObservationOfAQuickCpuRun) {
+  const speedlabs::Report report = speedlabs::testing::smoke_report("07");
+  const fs::path dir = fs::path(speedlabs::program_path("lab07")).parent_path().parent_path() / "labs" / "07_profile";
   std::vector<std::string> ids;
   for (const auto& o : report.observations()) ids.push_back(o.id);
   EXPECT_EQ(ids, readme_ids()) << "the README's table lists exactly the observations the lab reports";
@@ -525,9 +517,10 @@ TEST(Lab07Experiment, EveryObservationOfAQuickCpuRun) {
     // What it measured stays beside the reason (the lesson quotes it from the kept run).
     EXPECT_GT(prefetch.measured.at("load_ms").get<double>(), 0) << prefetch.measured.dump();
   }
-  EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_top_ops.svg") || !fs::exists("/usr/bin/gnuplot"));
-  EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_roofline.svg") || !fs::exists("/usr/bin/gnuplot"));
-  EXPECT_TRUE(fs::exists(dir / "plots" / "lab07_step.svg") || !fs::exists("/usr/bin/gnuplot"));
+  EXPECT_TRUE(fs::exists(dir / "lab07.smoke.trace.json"));
+  EXPECT_TRUE(fs::exists(dir / "smoke-plots" / "lab07_top_ops.svg") || !fs::exists("/usr/bin/gnuplot"));
+  EXPECT_TRUE(fs::exists(dir / "smoke-plots" / "lab07_roofline.svg") || !fs::exists("/usr/bin/gnuplot"));
+  EXPECT_TRUE(fs::exists(dir / "smoke-plots" / "lab07_step.svg") || !fs::exists("/usr/bin/gnuplot"));
 }
 
 }  // namespace
