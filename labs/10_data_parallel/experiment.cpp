@@ -14,6 +14,7 @@
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "common/workers/launcher.h"
+#include "common/workers/losses.h"
 #include "datasets/data_files.h"
 
 namespace lab10 {
@@ -90,13 +91,7 @@ std::vector<double> after_warmup(const std::vector<double>& values) {
 // Their median.
 double median_after_warmup(const std::vector<double>& values) { return summary_after_warmup(values).median; }
 
-// The largest |a - b| / |b| over the steps.
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) throw speedlabs::RuntimeFailure("the runs have different numbers of steps");
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
-  return worst;
-}
+using speedlabs::workers::max_relative_difference;
 
 }  // namespace
 

@@ -13,19 +13,20 @@
 
 namespace lab10 {
 
-/// One job of N workers: what to train, and how.
+/// One job of N workers: what to train, and how. Every field is set by run_job (experiment.cpp) from the lab's
+/// Config, whose defaults (experiment.h) are the only ones: none is written here.
 struct JobSpec {
-  std::string model = "tiny";      ///< speedlabs::gpt::GPTConfig preset
-  int64_t batch = 8;               ///< global batch B: every step, rank r trains on rows [r B/N, (r+1) B/N)
-  int64_t seq = 64;                ///< T
-  int steps = 20;                  ///< training steps per mode
-  double lr = 1e-3;                ///< AdamW learning rate
-  uint64_t seed = 42;              ///< initial weights (the same on every worker and in every mode)
-  double bucket_mb = 25;           ///< bucket size of the bucketed mode, in MiB
+  std::string model;               ///< speedlabs::gpt::GPTConfig preset
+  int64_t batch = 0;               ///< global batch B: every step, rank r trains on rows [r B/N, (r+1) B/N)
+  int64_t seq = 0;                 ///< T
+  int steps = 0;                   ///< training steps per mode
+  double lr = 0;                   ///< AdamW learning rate
+  uint64_t seed = 0;               ///< initial weights (the same on every worker and in every mode)
+  double bucket_mb = 0;            ///< bucket size of the bucketed mode, in MiB
   std::vector<std::string> modes;  ///< "single" (no communication), "naive", "bucketed": run in this order
   int micro_batches = 0;           ///< >0: rank 0 also checks gradient accumulation with this many micro-batches
   std::string data_dir;            ///< where tiny shakespeare is
-  int log_every = 5;               ///< rank 0 prints every this many steps
+  int log_every = 5;               ///< rank 0 prints every this many steps (not a knob of the lab)
 };
 
 /// The spec as JSON (the job in the launcher's envelope).

@@ -16,6 +16,7 @@
 #include "common/sequential.h"
 #include "common/timer.h"
 #include "common/workers/launcher.h"
+#include "common/workers/losses.h"
 #include "datasets/data_files.h"
 
 namespace lab11 {
@@ -46,12 +47,7 @@ constexpr double kPeakRtol = 0.20;
 
 double relative(double measured, double expected) { return std::abs(measured - expected) / std::abs(expected); }
 
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) throw speedlabs::RuntimeFailure("the runs have different numbers of steps");
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
-  return worst;
-}
+using speedlabs::workers::max_relative_difference;
 
 // The steps after the first (allocation and first-touch costs), summarised.
 speedlabs::Summary after_first_step(const std::vector<double>& values) {

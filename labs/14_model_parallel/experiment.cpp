@@ -13,6 +13,7 @@
 #include "common/timer.h"
 #include "common/topology.h"
 #include "common/workers/launcher.h"
+#include "common/workers/losses.h"
 #include "datasets/data_files.h"
 #include "pipeline.h"
 #include "tensor_parallel.h"
@@ -43,12 +44,7 @@ constexpr double kLossRtol = 1e-4;
 // and stays far below the formula's steps between M = 1, 2, 4, 8 (0.5, 0.33, 0.2, 0.11 at N = 2).
 constexpr double kBubbleTolerance = 0.08;
 
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) throw speedlabs::RuntimeFailure("the runs have different numbers of steps");
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
-  return worst;
-}
+using speedlabs::workers::max_relative_difference;
 
 Job base_job(const Config& config, const std::string& kind) {
   Job job;
