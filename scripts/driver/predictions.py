@@ -14,6 +14,11 @@ files with the same errors (tests/grading/test_predictions.py and tests/common/t
   predictions.py show FILE     the questions and their answers (a malformed file: the error, exit 1)
   predictions.py whys          no question's why (labs/ or solutions/) states its reference answer (exit 1
                                naming each that does): the student reads the why beside the blank answer
+  predictions.py fair [CHECK]  each question is fair to its reader (prediction_checks.py, beside this file; exit 1
+                               naming each that is not): CHECK is one of lessons (no reference answer stands in
+                               the lesson above the questions), pivots (no side_of question is a coin flip on its
+                               kept run), sizes (a question whose answer depends on the run's size says --quick,
+                               one that depends on the device names the CPU); none: all three
 Standard library only (tomllib, Python 3.11).
 """
 import math
@@ -229,7 +234,23 @@ def whys_problems(root=ROOT):
     return problems
 
 
+def fair_problems(check=None, root=ROOT):
+    """The sentences of prediction_checks' @p check ("lessons", "pivots" or "sizes"; None: all three)."""
+    import prediction_checks  # beside this file; it reads the questions through this module
+    checks = {"lessons": prediction_checks.lesson_problems, "pivots": prediction_checks.pivot_problems,
+              "sizes": prediction_checks.size_problems}
+    return [problem for name, run in checks.items() if check in (None, name) for problem in run(root)]
+
+
 def main(argv):
+    if len(argv) in (2, 3) and argv[1] == "fair" and argv[2:] in ([], ["lessons"], ["pivots"], ["sizes"]):
+        problems = fair_problems(argv[2] if len(argv) == 3 else None)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        which = argv[2] if len(argv) == 3 else "lessons, pivots, sizes"
+        print(f"predictions: {len(problems)} question(s) unfair to their reader ({which})" if problems else
+              f"predictions: every question is fair to its reader ({which})")
+        return 1 if problems else 0
     if len(argv) == 2 and argv[1] == "whys":
         problems = whys_problems()
         for problem in problems:

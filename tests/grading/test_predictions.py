@@ -13,6 +13,10 @@
 - every lesson lists its questions ({{questions:NN}} just before "What you should observe"), without the why;
 - a side_of question takes the words it offers (above/below, more/less) as well as a number;
 - no reference `why` holds its own answer (predictions.py whys); ./lab check compares with the student's own run;
+- each question is fair to its reader (predictions.py fair, scripts/driver/prediction_checks.py): no reference
+  answer stands in the lesson above the questions, no side_of question is a coin flip on its kept run, and a
+  question whose answer depends on the run's size or device says --quick or names the CPU; each check is shown to
+  catch a defect planted in a copy;
 - every reference answer scores full against every kept run (docs/results/), the runs the lessons quote.
 
   python3 tests/grading/test_predictions.py REPO_ROOT [PREDICTIONS_PROGRAM]
@@ -43,6 +47,7 @@ def load(name, folder="scripts/driver"):
 
 
 predictions = load("predictions")
+checks = load("prediction_checks")
 grade = load("grade", "grader")
 graded = sys.modules["predicted"]  # the module grade.py compares predictions through
 lab_pages = load("lab_pages")
@@ -418,6 +423,186 @@ class KeptRuns(unittest.TestCase):
                 wrong = [f"{q['name']}: {q['verdict']} (answer {q['yours']}, kept {q['measured_text']}: {q['detail']})"
                          for q in answered["questions"] if q["verdict"] not in ("ok", "unmeasured")]
                 self.assertEqual(wrong, [])
+
+
+QUESTION = """[[question]]
+id = "{id}"
+{field}question = "{question}"
+unit = "{unit}"
+{tolerance}
+answer = {answer}
+"""
+
+
+def question_text(id, question, answer, unit="", field="", tolerance=""):
+    return QUESTION.format(id=id, field=f'field = "{field}"\n' if field else "", question=question, unit=unit,
+                           tolerance=tolerance, answer=answer)
+
+
+def planted_lab(root, lesson, questions, run=None, number="99"):
+    """A copy laid out like the repository with one lab, NUMBER: its lesson source, its reference answers and,
+    when @p run is given, its kept run."""
+    root = Path(root)
+    for kind in ("labs", "solutions"):
+        (root / kind / f"{number}_planted").mkdir(parents=True, exist_ok=True)
+    (root / "labs" / f"{number}_planted" / "README.md.in").write_text(lesson)
+    (root / "solutions" / f"{number}_planted" / "predictions.toml").write_text("".join(questions))
+    if run is not None:
+        (root / "docs" / "results").mkdir(parents=True, exist_ok=True)
+        (root / "docs" / "results" / f"lab{number}.json").write_text(json.dumps(run))
+    return root
+
+
+class Fairness(unittest.TestCase):
+    """Each question is fair to its reader: prediction_checks' three checks pass on the labs, and each fails on a
+    defect planted in a copy."""
+
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.root = Path(self.folder.name)
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def test_every_question_of_the_labs_is_fair(self):
+        self.assertEqual(checks.lesson_problems(ROOT), [])
+        self.assertEqual(checks.pivot_problems(ROOT), [])
+        self.assertEqual(checks.size_problems(ROOT), [])
+        with mock.patch("sys.stdout", io.StringIO()), mock.patch("sys.stderr", io.StringIO()):
+            self.assertEqual(predictions.main(["predictions.py", "fair"]), 0)
+
+    # -------------------------------------------------------------------------------------- the lesson
+
+    TOKENS = question_text("tokens_loaded", "How many GPT-2 tokens does all of tiny shakespeare make?", 338025,
+                           "tokens", tolerance="relative = 0.05")
+
+    def lesson(self, before, after="", questions=(TOKENS,)):
+        text = f"# Lab 99\n\n{before}\n\n{{{{questions:99}}}}\n\n## What you should observe, and why\n\n{after}\n"
+        return checks.lesson_problems(planted_lab(self.root, text, list(questions)))
+
+    def test_an_answer_stated_above_the_questions_is_found(self):
+        found = self.lesson("The data is tiny shakespeare, GPT-2-tokenized: 338,025 tokens, read in order.")
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("README.md.in:3:", found[0])
+        self.assertIn("'338,025'", found[0])
+        self.assertIn("tokens_loaded", found[0])
+
+    def test_the_same_sentence_after_the_questions_or_in_code_is_no_problem(self):
+        self.assertEqual(self.lesson("The data is tiny shakespeare, GPT-2-tokenized.",
+                                     "The data is tiny shakespeare: 338,025 tokens."), [])
+        self.assertEqual(self.lesson("Tiny shakespeare's tokens: `338025`.\n\n```\ntokens: 338025\n```"), [])
+
+    def test_the_answer_in_another_form_a_reader_sees_is_found(self):
+        half = question_text("fused_bytes_moved", "What share of the unfused chain's bytes does the fused kernel "
+                             "move?", 0.5, "share", "ratio", "relative = 0.02")
+        self.assertTrue(self.lesson("The fused kernel moves half the bytes of the unfused chain.", questions=[half]))
+        self.assertTrue(self.lesson("The fused kernel moves 50% of the unfused chain's bytes.", questions=[half]))
+        ratio = question_text("bf16_weights_losses", "The final loss with bf16 weights rounded to nearest, as a "
+                              "multiple of the float32 weights' final loss?", 1.012, "ratio", "vs_fp32",
+                              "absolute = 0.01")
+        self.assertTrue(self.lesson("Rounded to nearest, the bf16 weights end at 1.01 times the float32 loss.",
+                                    questions=[ratio]))
+        dtype = question_text("master_weights_dtype", "Under autocast, what dtype do the model's weights keep?",
+                              '"float32"', "dtype", "0")
+        self.assertTrue(self.lesson("The weights themselves stay fp32 the whole time.", questions=[dtype]))
+        inf = question_text("fp16_70000", "What is 70000 stored as fp16 (a number, or inf)?", "inf",
+                            field="tensor Half")
+        self.assertTrue(self.lesson("Rounding sends every float16 value from 65520 on to infinity.", questions=[inf]))
+
+    def test_a_common_number_needs_two_of_the_questions_words_in_its_sentence(self):
+        zero = question_text("fp16_gradient_1e-8", "What is a gradient of 1e-8 stored as fp16?", 0,
+                             field="tensor Half")
+        self.assertTrue(self.lesson("A 1e-8 gradient becomes 0 in float16 unless it is scaled up first.",
+                                    questions=[zero]))
+        self.assertEqual(self.lesson("float16 has 5 exponent bits. The loop starts at 0 and the gradient is summed.",
+                                     questions=[zero]), [])
+
+    def test_a_placeholder_printing_the_answer_above_the_questions_is_found(self):
+        run = {"observations": [{"id": "tokens_loaded", "verdict": "holds", "measured": 338025}]}
+        planted_lab(self.root, "", [self.TOKENS], run)
+        found = self.lesson("It loads {{run:99:tokens_loaded|,.0f}} tokens.")
+        self.assertTrue(any("{{run:99:tokens_loaded|,.0f}} prints the answer" in f for f in found), found)
+        self.assertEqual(self.lesson("It loads every token.", "It loads {{run:99:tokens_loaded|,.0f}} tokens."), [])
+        self.assertEqual(self.lesson("It loads every token ({{run:99:tokens_loaded.verdict}})."), [])
+
+    # -------------------------------------------------------------------------------------- the pivot
+
+    def pivots(self, measured, evidence=None, pivot=1, field="ratio"):
+        observation = {"id": "timed", "verdict": "holds", "measured": measured}
+        if evidence is not None:
+            observation["evidence"] = {"value": evidence}
+        side = question_text("timed", "The checkpointed step's time over the plain one's: above or below "
+                             f"{pivot}?", 1.5, "x", field, f"side_of = {pivot}")
+        return checks.pivot_problems(planted_lab(self.root, "", [side], {"observations": [observation]}))
+
+    def test_a_kept_value_at_the_pivot_is_a_coin_flip(self):
+        self.assertTrue(self.pivots({"ratio": 0.991}))
+        self.assertTrue(self.pivots({"ratio": 1.08}))
+        self.assertEqual(self.pivots({"ratio": 1.3}), [])
+
+    def test_a_spread_across_the_pivot_is_a_coin_flip(self):
+        found = self.pivots({"speedup": 1.54, "speedup_q1": 1.46, "speedup_q3": 1.88}, pivot=1.6, field="speedup")
+        self.assertTrue(found and "straddles the pivot 1.6" in found[0], found)
+        self.assertEqual(self.pivots({"speedup": 1.54, "speedup_q1": 1.46, "speedup_q3": 1.88}, pivot=1.2,
+                                     field="speedup"), [])
+        # The evidence's quartiles count when it measures this field (its median is the value), not otherwise.
+        spread = {"median": 1.28, "q1": 1.05, "q3": 1.33, "min": 0.9, "max": 1.4}
+        self.assertTrue(self.pivots({"ratio": 1.28}, spread))
+        self.assertEqual(self.pivots({"ratio": 0.47}, spread), [])
+
+    # ---------------------------------------------------------------------------- the size, the device
+
+    def sizes(self, question, sized=None, on_device=None, default="200", quick="60"):
+        run = {"observations": [], "flags": [["--steps", f"training steps (default {default}; --quick: {quick})"],
+                                             ["--seed", "random seed (default 0; --quick: 0)"]]}
+        asked = question_text("losses", question, 1.012, "ratio", "vs_fp32", "absolute = 0.01")
+        root = planted_lab(self.root, "", [asked], run)
+        return checks.size_problems(root, {"99": sized} if sized else {}, {"99": on_device} if on_device else {})
+
+    def test_a_question_the_run_size_moves_must_say_quick(self):
+        sized = {"losses.vs_fp32": (("--steps",), "60 steps under --quick, 200 by default")}
+        found = self.sizes("The final loss with bf16 weights, as a multiple of float32's?", sized)
+        self.assertTrue(found and "must say it is the --quick run's" in found[0], found)
+        self.assertEqual(self.sizes("In the --quick run (60 steps), the final loss with bf16 weights, as a multiple "
+                                    "of float32's?", sized), [])
+
+    def test_a_listed_knob_that_quick_leaves_alone_or_a_listed_question_that_is_gone_is_a_problem(self):
+        question = "In the --quick run, the final loss with bf16 weights, as a multiple of float32's?"
+        found = self.sizes(question, {"losses.vs_fp32": (("--seed",), "the seed")})
+        self.assertTrue(found and "--quick leaves at its default" in found[0], found)
+        found = self.sizes(question, {"losses.vs_fp32": (("--steps",), "steps")}, default="60", quick="60")
+        self.assertTrue(found and "--quick leaves at its default" in found[0], found)
+        found = self.sizes(question, {"gone.field": (("--steps",), "steps")})
+        self.assertTrue(found and "is no question" in found[0], found)
+
+    def test_a_question_the_device_moves_must_name_the_cpu(self):
+        tf32 = {"losses.vs_fp32": "TF32 changes the matmuls of NVIDIA GPUs only"}
+        found = self.sizes("By how much does the tf32 run's loss differ from fp32's?", on_device=tf32)
+        self.assertTrue(found and "must name the CPU" in found[0], found)
+        self.assertEqual(self.sizes("On the CPU, by how much does the tf32 run's loss differ from fp32's?",
+                                    on_device=tf32), [])
+
+    def test_the_questions_the_lab_asked_before_are_caught(self):
+        # The questions a reader found unfair, as the labs asked them before: each check names its own.
+        before = {
+            "05": question_text("tokens_loaded", "How many GPT-2 tokens does all of tiny shakespeare make (the lab "
+                                "loads every token)?", 338025, "tokens", tolerance="relative = 0.05"),
+            "13": question_text("speedup_over_baseline", "Does the reference trainer reach the quick target sooner "
+                                "than the baseline (a score above 1)?", '"above"', "x", "score", "side_of = 1"),
+        }
+        lesson = ("The data is tiny shakespeare, GPT-2-tokenized: 338,025 tokens, read in order B x T at a time.\n\n"
+                  "{{questions:05}}\n\n## What you should observe, and why\n")
+        root = planted_lab(self.root, lesson, [before["05"]], number="05")
+        self.assertTrue(checks.lesson_problems(root))
+        stub = {"observations": [{"id": "speedup_over_baseline", "verdict": "holds", "measured": {"score": 1.03}}]}
+        root = planted_lab(self.root / "13", "", [before["13"]], stub, number="13")
+        self.assertTrue(checks.pivot_problems(root))
+        loss = question_text("loss_at_step_0", "What is the loss at step 0, before any training?", 10.8, "nats",
+                             tolerance="absolute = 0.15")
+        run = {"observations": [], "flags": [["--config", "model size (default gpt2; --quick: tiny)"]]}
+        root = planted_lab(self.root / "05", "", [loss], run, number="05")
+        found = checks.size_problems(root, {"05": checks.SIZED["05"]}, {})
+        self.assertTrue(any("loss_at_step_0" in f for f in found), found)
 
 
 class LessonPage(unittest.TestCase):
