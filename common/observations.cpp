@@ -82,6 +82,14 @@ bool holds_anywhere_inside(const std::function<bool(double)>& rule, double low, 
 
 }  // namespace
 
+Evidence ratio_evidence(const Interleaved& timing, size_t i, size_t j) {
+  Evidence evidence;
+  evidence.value = timing.ratio(i, j);
+  evidence.contention = timing.contention;
+  evidence.load = LoadEffect::ratio;
+  return evidence;
+}
+
 Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason) {
   const Summary& v = evidence.value;
   for (const auto& b : evidence.bounds) {

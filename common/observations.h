@@ -63,6 +63,15 @@ struct Evidence {
   nlohmann::json to_json() const;
 };
 
+/// The evidence of side @p i's time over side @p j's in @p timing, taken round by round (Interleaved::ratio): its
+/// samples, the machine's reading, and the load model of every interleaved ratio (LoadEffect::ratio: another
+/// program may have slowed either side alone, so a busy run still decides a margin its load cannot cover).
+/// Bounds are the caller's.
+/// @param timing the interleaved timing
+/// @param i      the numerator's side
+/// @param j      the denominator's side
+Evidence ratio_evidence(const Interleaved& timing, size_t i, size_t j);
+
 /// The verdict @p evidence supports for a claim stated as @p rule on the value: inconclusive (with @p reason
 /// set) when there are too few samples or a bound is broken; otherwise holds when the rule holds at the
 /// median and at both ends of the range the quiet value can lie in, fails when it fails across the whole range

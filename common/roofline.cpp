@@ -251,6 +251,7 @@ void observe_roofline(const Roofline& roofline, Report& report) {
   Evidence evidence;
   evidence.value = roofline.elementwise_peak_share();
   evidence.contention = roofline.timings.contention;
+  evidence.load = LoadEffect::ratio;  // an op's rate over the matmul's, both timed in the same round
   evidence.bounds = bounds;
   report.decide("elementwise_ops_are_memory_bound",
                 "GELU, layer norm, softmax and the AdamW update do a few FLOPs per byte: they sit left of the ridge "

@@ -258,6 +258,7 @@ void record_tf32(const std::vector<ModeResult>& results, const Config& config, c
   speedlabs::Evidence evidence;
   evidence.value = ratios;
   evidence.contention = fp32->contention;
+  evidence.load = speedlabs::LoadEffect::ratio;  // each pair of steps ran one right after the other
   evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s within a step (median)", speedup)};
   // The tiny model's matmuls are too small for tensor cores to matter, so there it is only reported.
   report.decide(

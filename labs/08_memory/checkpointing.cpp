@@ -120,6 +120,7 @@ void run_checkpointing(const Config& config, const c10::Device& device, speedlab
   speedlabs::Evidence evidence;
   evidence.value = speedlabs::summarize_samples(round_ratios);
   evidence.contention = contention;
+  evidence.load = speedlabs::LoadEffect::ratio;  // both steps of a round interleaved on the same cores
   evidence.bounds = bounds;
   report.decide(
       "checkpointing_step_time_ratio", "checkpointing costs one more forward of the blocks", times,

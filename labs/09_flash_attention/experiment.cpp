@@ -236,6 +236,7 @@ void decide_tiled_vs_sdpa(speedlabs::Report& report, const std::string& id, cons
   speedlabs::Evidence evidence;
   evidence.value = ratio;
   evidence.contention = size.contention;
+  evidence.load = speedlabs::LoadEffect::ratio;  // both calls of a round on the same cores
   evidence.bounds = {speedlabs::positive_finite("tiled / SDPA time within a round (median)", ratio.median),
                      speedlabs::positive_finite("tiled median ms", tiled_ms),
                      speedlabs::positive_finite("SDPA median ms", sdpa_ms)};

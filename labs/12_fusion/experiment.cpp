@@ -198,11 +198,9 @@ void observe_parity(const Config& config, const Results& r, const speedlabs::gpt
 
 void observe_head_time(const Results& r, speedlabs::Report& report) {
   const auto& largest = r.peaks.back();
-  const speedlabs::Summary ratio = r.head_timing.ratio(1, 0);
   const double plain_ms = r.head_timing.sides[0].median_ms, chunked_ms = r.head_timing.sides[1].median_ms;
-  speedlabs::Evidence evidence;
-  evidence.value = ratio;
-  evidence.contention = r.head_timing.contention;
+  speedlabs::Evidence evidence = speedlabs::ratio_evidence(r.head_timing, 1, 0);
+  const speedlabs::Summary& ratio = evidence.value;
   // Times and their ratio: positive and finite, or the measurement failed. (No tighter bound is physical: tiny
   // chunks may make the chunked head many times slower, and the plain head's passes over B x T x V may make it
   // slower than the chunked one.)

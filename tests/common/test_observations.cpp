@@ -283,10 +283,10 @@ TEST(Verdicts, ARealHogBesideALargeRatioStillDecides) {
   const auto timed = speedlabs::time_interleaved({[] { spin_for(kWork * kShortSide); }, [] { spin_for(kShortSide); }},
                                                  c10::Device(c10::kCPU), options);
   kill(hog, SIGKILL);  // not this process's child: nothing to wait for
-  speedlabs::Evidence e;
-  e.value = timed.ratio(0, 1);
-  e.contention = timed.contention;
-  e.load = speedlabs::LoadEffect::ratio;
+  // The interleaved timing hands back its ratio's evidence with the load model: no lab sets it by hand.
+  const speedlabs::Evidence e = speedlabs::ratio_evidence(timed, 0, 1);
+  EXPECT_EQ(e.load, speedlabs::LoadEffect::ratio);
+  EXPECT_EQ(e.value.median, timed.ratio(0, 1).median);
   std::string reason;
   const Verdict verdict = speedlabs::decide_verdict(e, at_least_3, reason);
   EXPECT_NE(verdict, Verdict::fails) << reason;
