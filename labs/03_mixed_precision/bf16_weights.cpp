@@ -173,10 +173,16 @@ void observe_bf16_weights(const Config& config, speedlabs::Report& report) {
     measured[to_string(run.storage)] = {{"final_loss", final}, {"vs_fp32", final / fp32}};
   }
   table.print(std::cout);
+  // Rounded to nearest, the weights fall behind: their final loss lies above float32's by more than the tolerance
+  // the other two storages are held within (so it is no rounding noise of theirs). Each storage's loss is reported.
+  const double nearest = mean_final_loss(runs[1].losses) / fp32;
   report.check("bf16_weights_losses",
                "bf16 weights rounded to nearest lose every update below half a bf16 step, so the loss falls behind "
                "float32's; stochastic rounding and Kahan compensation keep those updates",
-               measured, "reported: each storage's final loss and its ratio to fp32's", true, false);
+               measured,
+               "nearest's final loss more than " + speedlabs::fixed(kBf16LossTolerance * 100, 1) +
+                   "% above fp32's; each storage's final loss and its ratio to fp32's reported",
+               nearest > 1 + kBf16LossTolerance, false);
   const auto tracks = [&](const std::string& id, const Bf16WeightsRun& run, const std::string& claim) {
     const double ratio = mean_final_loss(run.losses) / fp32;
     report.check(id, claim, {{"vs_fp32", ratio}, {"tolerance", kBf16LossTolerance}},

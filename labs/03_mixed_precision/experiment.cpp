@@ -346,14 +346,18 @@ void observe_training(const Lesson& lesson, speedlabs::Report& report) {
   nlohmann::json measured{{"fp32", fp32_run.final_loss}, {"initial", fp32_run.initial_loss}};
   print_training_header(lesson.config, fp32_run);
   // The tolerance: the runs start from the same weights and data and differ only by rounding. Two parts:
-  // (1) 15% of the float32 loss for the drift rounding feeds from step to step; measured on this CPU
-  //     (libtorch 2.13) it was under 0.1% after 60 steps (fp32 0.03458, fp16 0.03461, bf16 0.03457);
-  // (2) 2% of the initial loss as a precision floor: the forward pass in bfloat16 keeps 8 significant
+  // (1) 5% of the float32 loss for the drift rounding feeds from step to step; measured on this CPU
+  //     (libtorch 2.13) it was under 0.1% after 60 steps (fp32 0.03458, fp16 0.03461, bf16 0.03457): a
+  //     50-fold margin;
+  // (2) 0.1% of the initial loss as a precision floor: the forward pass in bfloat16 keeps 8 significant
   //     bits, so outputs of size ~1 carry errors ~2^-8 and the loss cannot go much below ~1e-5; after
-  //     200 steps fp32 reached 3.0e-5, fp16 3.2e-5, bf16 8.3e-5 (2.8x, but 1e-4 of the initial loss).
+  //     200 steps fp32 reached 3.0e-5, fp16 3.2e-5, bf16 8.3e-5 (2.8x, but 1e-4 of the initial loss: the
+  //     floor is 10 times that). On the quick run the two parts together admit 6.6% above float32's loss
+  //     (they admitted 47% when they were 15% and 2%: more than "accuracy does not drop" can mean).
   // A run that did not learn stays near the initial loss, far outside both.
+  constexpr double kDrift = 0.05, kFloor = 0.001;
   const auto within = [&](double loss) {
-    return std::abs(loss - fp32_run.final_loss) <= 0.15 * fp32_run.final_loss + 0.02 * fp32_run.initial_loss;
+    return std::abs(loss - fp32_run.final_loss) <= kDrift * fp32_run.final_loss + kFloor * fp32_run.initial_loss;
   };
   bool ok = fp32_run.final_loss < 0.5 * fp32_run.initial_loss;  // the task is learnable in these steps
   int runs = 0;
@@ -371,7 +375,7 @@ void observe_training(const Lesson& lesson, speedlabs::Report& report) {
   }
   report.check("amp_matches_fp32",
                "after the same steps, the fp16-with-scaler and bf16 runs end within tolerance of the float32 loss",
-               measured, "|amp - fp32| <= 0.15 * fp32 + 0.02 * initial, fp32 < initial / 2", ok && runs > 0);
+               measured, "|amp - fp32| <= 0.05 * fp32 + 0.001 * initial, fp32 < initial / 2", ok && runs > 0);
 }
 
 }  // namespace

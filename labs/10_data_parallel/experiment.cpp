@@ -37,12 +37,14 @@ constexpr double kLossRtol = 1e-4;
 // Accumulation: the same float32 terms of the gradient summed in K groups instead of one; relative to the
 // largest gradient element the difference stays near float32's epsilon times log2(B*T).
 constexpr double kGradRtol = 1e-5;
-// The hidden share 1 - exposed / all-reduce alone is at most 1 (the exposed time is never negative) and at
-// least 0 less this: the exposed time also holds the wait for the slower worker's backward (one bucket on
-// the tiny model: nothing can hide, and on a quiet 2-core machine that wait made the share -0.22 and -0.52),
-// up to as long again as the all-reduce itself. Below it the exposed time is more than twice a whole
-// all-reduce: the measurement failed, and says nothing about the overlap.
-constexpr double kHiddenTolerance = 1.0;
+// The hidden share 1 - exposed / all-reduce alone lies within [0, 1] where it measures the overlap: the exposed
+// time is never negative (at most 1), and an all-reduce that hid nothing leaves the whole all-reduce exposed (0).
+// A negative share is a failed measurement of the overlap, never a share: the exposed time then holds more than
+// the all-reduce, namely the wait for the slower worker's backward (one bucket on the tiny model: nothing can
+// hide, and on a quiet 2-core machine that wait made the share -0.22 and -0.52; kept runs gave -1.30 and -1.69),
+// so the bound is [kHiddenLowest, 1] and a run below it says "the measurement failed", not that the claim held or
+// failed (the pages read it so: "measurement failed").
+constexpr double kHiddenLowest = 0.0;
 // N workers on a fixed global batch are at most N times as fast, up to this (smaller per-worker batches can
 // fit a cache the one-worker batch did not). Beyond it the measurement failed.
 constexpr double kEfficiencyTolerance = 0.25;
@@ -272,7 +274,9 @@ double hidden_share_raw(const JobResult& many) {
 // allow; else 'could not decide', with the reason.
 //
 // Hidden: the part of one all-reduce of every gradient (measured alone) that the bucketed step did
-// not spend inside MPI after backward. Naive pays for one call per tensor, so it is slower still.
+// not spend inside MPI after backward; below 0 (more exposed than the whole all-reduce) the measurement failed.
+// Naive pays for one call per tensor; that bucketing spends less time inside MPI is what the rule asks, not a
+// given: on the tiny model (one bucket, ready last) a kept run measured the bucketed step 1.54x naive's time in MPI.
 void judge_overlap(const Config& config, const JobResult& many, speedlabs::Report& report) {
   const ModeTrace& naive = many.mode("naive");
   const ModeTrace& bucketed = many.mode("bucketed");
@@ -295,7 +299,7 @@ void judge_overlap(const Config& config, const JobResult& many, speedlabs::Repor
       speedlabs::ratio_of_sequential(summary_after_warmup(bucketed.comm_ms), summary_after_warmup(naive.comm_ms));
   evidence.contention = many.contention;
   evidence.bounds = {
-      {"share of the all-reduce (measured alone) hidden behind backward", hidden_raw, -kHiddenTolerance, 1},
+      {"share of the all-reduce (measured alone) hidden behind backward", hidden_raw, kHiddenLowest, 1},
       {"share of the bucketed step spent inside MPI", bucketed_step > 0 ? exposed / bucketed_step : NAN, 0, 1},
       speedlabs::positive_finite("naive all-reduce ms per step", naive_comm)};
   report.decide(

@@ -16,6 +16,12 @@ using speedlabs::fixed;
 
 namespace {
 
+// The baseline's MFU is at most this share of the CPU's theoretical float32 peak: "far below the peak". A small
+// GPT's step spends its time in the head's matmul and cross-entropy over the whole vocabulary and in memory-bound
+// ops; the kept --quick run on a 2-core AVX-512 VM measured 0.13, and a peak misjudged by half (a missed FMA unit
+// or vector width) would still leave it under this.
+constexpr double kBaselineMfuAtMost = 0.5;
+
 nlohmann::json run_of(const Contender& c) {
   return {{"steps", c.steps()},
           {"seconds", c.total_ms() / 1000.0},
@@ -129,8 +135,9 @@ void record_mfu(const Outcome& o, speedlabs::Report& report) {
         {"model_flops_per_step", c->steps() > 0 ? flops / c->steps() : 0.0},
         {"mfu", mfu}};
     // Only the baseline is bound to compute every model FLOP; a trainer that skips work the loss does not need
-    // (the stream vocabulary's small head) runs at an effective MFU that may pass 1.
-    const bool within = c == &o.trainer || mfu <= 1;
+    // (the stream vocabulary's small head) runs at an effective MFU that may pass 1. The baseline's step runs far
+    // below the peak: at most half of it (kBaselineMfuAtMost).
+    const bool within = c == &o.trainer || mfu <= kBaselineMfuAtMost;
     sane = sane && step_s > 0 && (peak.flops <= 0 || (mfu > 0 && within));
   }
   measured["peak"] = peak.what;
@@ -138,7 +145,10 @@ void record_mfu(const Outcome& o, speedlabs::Report& report) {
       "mfu_per_step",
       "each trainer's model FLOPs a second of its steps over the CPU's theoretical float32 peak (common/peaks), "
       "with its tokens/s",
-      measured, "0 < MFU, and <= 1 for the baseline (it computes every model FLOP), reported", sane, false);
+      measured,
+      "0 < MFU, and <= " + speedlabs::fixed(kBaselineMfuAtMost, 1) +
+          " for the baseline (it computes every model FLOP: far below the peak), reported",
+      sane, false);
 }
 
 }  // namespace

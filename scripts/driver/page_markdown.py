@@ -1,6 +1,7 @@
 """Markdown for the lab pages (standard library only): text made safe for Doxygen (cell, prose), a kept run's
-observation table (results_section), the ids a lesson's "What you should observe" table lists
-(observe_table_ids), and what lies outside code (outside_code)."""
+observation table (results_section), an observation's verdict as every page words it (verdict_word, the claims
+ledger's too), the ids a lesson's "What you should observe" table lists (observe_table_ids), and what lies outside
+code (outside_code)."""
 import json
 import re
 
@@ -76,6 +77,38 @@ def measured_text(value):
 
 VERDICT_WORDS = {"holds": "holds", "fails": "**fails**", "not_applicable": "n/a", "inconclusive": "could not decide"}
 
+# What turns an expectation into a rule: a comparison, in signs or in words. An expectation that says it is
+# reported and makes none (its stated goal aside: "reported; the goal is at most 1.3x") holds whatever was measured.
+COMPARISON = re.compile(r"[<>=≤≥]|\b(?:at most|at least|within|above|below|under|more than|less than|fewer|"
+                        r"exactly|equals?|between|never|same|agrees?|match(?:es)?|faster|slower)\b", re.IGNORECASE)
+GOAL = re.compile(r"\bthe goal is[^;()]*", re.IGNORECASE)
+
+
+def only_reported(expected):
+    """True when an observation's expectation says it is only reported: "reported", "reported: the shares",
+    "a few microseconds (reported)", "reported; the goal is at most 1.3x" (a goal beside a report is not held).
+    "> 0, reported" and "at most the roof (reported)" are rules: they compare."""
+    text = str(expected or "")
+    return bool(re.search(r"\breported\b", text, re.IGNORECASE)) and not COMPARISON.search(GOAL.sub("", text))
+
+
+def measurement_failed(observation):
+    """True when the run could not decide because a number broke a physical bound (common/observations.cpp's
+    decide_verdict says "...: the measurement failed"): the run measured nothing the claim can rest on."""
+    return observation.get("verdict") == "inconclusive" and "the measurement failed" in str(observation.get("reason"))
+
+
+def verdict_word(observation):
+    """An observation's verdict as the pages show it (the lab pages' table and the claims ledger): `reported`
+    where it holds without a rule (only_reported: it cannot fail, so it never reads "holds"), `measurement
+    failed` where a number broke a physical bound, else VERDICT_WORDS."""
+    verdict = observation.get("verdict")
+    if verdict == "holds" and only_reported(observation.get("expected")):
+        return "reported"
+    if measurement_failed(observation):
+        return "measurement failed"
+    return VERDICT_WORDS.get(verdict, verdict)
+
 
 def evidence_text(evidence):
     """An observation's optional "evidence" (how far to trust a timed measurement) in a few words, as the lab's
@@ -114,7 +147,7 @@ def results_section(number):
     with_evidence = any("evidence" in o for o in report["observations"])
     rows = []
     for o in report["observations"]:
-        verdict = VERDICT_WORDS.get(o["verdict"], o["verdict"])
+        verdict = verdict_word(o)
         note = f" ({o['reason']})" if o.get("reason") else ""
         spread = f" {cell(evidence_text(o.get('evidence')))} |" if with_evidence else ""
         rows.append(f"| `{o['id']}` | {verdict} | {'yes' if o['must_hold'] else 'no'} | "

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tests of scripts/driver/lab_pages.py on a scratch copy (standard library only): a kept run goes stale when a source
 it depends on changes, a placeholder fills a lesson's numbers from the kept run and fails the check when it
-names a missing id or field, and the table shows a verdict that could not be decided and a timing's spread.
+names a missing id or field, the table shows a verdict that could not be decided and a timing's spread, and the
+claims ledger holds each row to the kept run: a number no rule states, a row without a rule shown as holding, a
+condition that did not occur, a contradiction written into a claim's words.
 
     test_lab_pages.py [REPO]      (default: the repository this file is in)
 """
@@ -77,7 +79,8 @@ class ScratchCopy(unittest.TestCase):
         return subprocess.run([sys.executable, str(self.root / "scripts" / "driver" / "lab_pages.py"), *args],
                               capture_output=True, text=True, cwd=self.root)
 
-    def write_kept_run(self, fingerprint=None):
+    def write_kept_run(self, fingerprint=None, extra=()):
+        """The kept run of lab 01 (its two observations, then @p extra), fresh unless @p fingerprint says otherwise."""
         if fingerprint is None:
             fingerprint = self.lab_pages("fingerprint", "01").stdout.split()[0]
         report = {"lab": "01_demo", "device": "cpu (2 threads)", "libtorch": "2.13.0", "observations": [
@@ -90,7 +93,7 @@ class ScratchCopy(unittest.TestCase):
                              "bounds": [], "max_spread": 0.5, "min_samples": 5}},
             {"id": "step_speedup", "claim": "faster", "expected": ">= 1.5x", "must_hold": True,
              "verdict": "inconclusive", "reason": "the machine was busy: another process used 1.2 cores",
-             "measured": 1.21}],
+             "measured": 1.21}, *extra],
             "run": {"command": "build/bin/lab01 --quick --json", "exit_code": 5, "date": "2026-12-01",
                     "seconds": 1.0, "cpu": "AMD EPYC", "logical_cpus": 2, "os": "Linux", "load_average_before": 0.1,
                     "commit": "0123456789abcdef", "fingerprint": fingerprint}}
@@ -268,6 +271,119 @@ class ScratchCopy(unittest.TestCase):
         row = [line for line in page.splitlines() if line.startswith("| `loader_cost_ms`")][-1]
         self.assertIn("±12% n=9 quiet", row)
         self.assertIn("| id | verdict | must hold | measured | spread | expected |", page)
+
+
+# Observations a kept run may add for the ledger's tests: one only reported, one with a field that says whether
+# an overflow happened, one whose number broke a physical bound.
+REPORTED = {"id": "loader_share", "claim": "the loader's share of the step", "expected": "reported",
+            "must_hold": False, "verdict": "holds", "measured": {"share": 0.3}}
+OVERFLOW = {"id": "overflow_skipped", "claim": "a step whose gradients overflow is skipped",
+            "expected": "skipped == overflowed (reported)", "must_hold": False, "verdict": "holds",
+            "measured": {"overflowed_steps": 0, "skipped": 0}}
+FAILED = {"id": "hidden_share", "claim": "part of the loading hides", "expected": "> 0 (reported)", "must_hold": False,
+          "verdict": "inconclusive", "measured": {"raw": -1.69},
+          "reason": "share hidden = -1.69 lies outside [0, 1], which no real run can give: the measurement failed"}
+
+
+class TheLedger(ScratchCopy):
+    """The claims ledger (docs/claims.json) against the scratch lab's kept run: each defect planted fails the check
+    or shows on the page, and the row set right passes. (ScratchCopy's own tests run once, in ScratchCopy.)"""
+
+    def setUp(self):
+        super().setUp()
+        self.write_kept_run(extra=[REPORTED, OVERFLOW, FAILED])
+        (self.root / "docs" / "claims.md").write_text("# Claims {#claims}\n\n@claims_ledger\n", encoding="utf-8")
+
+    def write_ledger(self, *rows):
+        ledger = {"sources": [{"key": "lesson", "title": "The lesson", "short": "the lesson", "about": "A demo."}],
+                  "claims": [{"source": "lesson", "where": "1", **row} for row in rows]}
+        (self.root / "docs" / "claims.json").write_text(json.dumps(ledger), encoding="utf-8")
+
+    def ledger_rows(self):
+        page = self.lab_pages("filter", str(self.root / "docs" / "claims.md"))
+        self.assertEqual(page.returncode, 0, page.stderr)
+        return [line for line in page.stdout.splitlines() if line.startswith("| 1 |")]
+
+    def test_a_number_no_rule_states_fails_the_check(self):
+        loader, speedup = {"lab": "01", "id": "loader_cost_ms"}, {"lab": "01", "id": "step_speedup"}
+        for claim, check, passes in (("loading costs at least half of the step", loader, False),
+                                     ("the step is 3x faster", speedup, False),
+                                     ("the step is ten times faster", speedup, False),
+                                     ("the step is 1.5 times faster", speedup, True),
+                                     ("the step is at least 1.5x faster", speedup, True),
+                                     ("the step is at least 1.5x faster with 2 threads", speedup, False),
+                                     ("the loader takes under 30% of the step", {"lab": "01", "id": "loader_share"},
+                                      False),  # only reported: no rule states anything
+                                     ("loading costs time", loader, True)):
+            with self.subTest(claim=claim):
+                self.write_ledger({"claim": claim, "checked_by": [check]})
+                result = self.lab_pages("check")
+                self.assertEqual(result.returncode == 0, passes, result.stderr)
+                if not passes:
+                    self.assertIn("docs/claims.json, claim 1", result.stderr)
+                    self.assertIn(claim, result.stderr)  # names the claim ...
+                    self.assertIn(f"{check['id']}: '", result.stderr)  # ... and the rule
+                    self.assertIn("which no rule that checks it states", result.stderr)
+        self.write_ledger({"claim": "the loader takes under 30% of the step", "checked_by": [
+            {"lab": "01", "id": "loader_share"}]})
+        self.assertIn("(only reported: no rule)", self.lab_pages("check").stderr)
+
+    def test_a_row_without_a_rule_reads_reported_never_holds(self):
+        self.write_ledger({"claim": "the loader takes a share of the step", "checked_by": [
+            {"lab": "01", "id": "loader_share"}, {"lab": "01", "id": "loader_cost_ms"}]})
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        row = self.ledger_rows()[0]
+        self.assertTrue(row.endswith("| reported<br>holds |"), row)  # "> 0" is a rule: it holds
+        page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md")).stdout
+        table = [line for line in page.splitlines() if line.startswith("| `loader_share`")][-1]
+        self.assertIn("| `loader_share` | reported |", table)
+        table = [line for line in page.splitlines() if line.startswith("| `hidden_share`")][-1]
+        self.assertIn("| `hidden_share` | measurement failed |", table)  # a broken bound, not "could not decide"
+
+    def test_a_condition_that_did_not_occur_reads_not_exercised(self):
+        row = {"claim": "a step whose gradients overflow is skipped",
+               "checked_by": [{"lab": "01", "id": "overflow_skipped", "condition": "overflowed_steps"}]}
+        self.write_ledger(row)
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        self.assertIn("| not exercised (overflowed_steps = 0) |", self.ledger_rows()[0])
+        self.assertIn("(if overflowed_steps)", self.ledger_rows()[0])
+        self.write_kept_run(extra=[REPORTED, dict(OVERFLOW, measured={"overflowed_steps": 2, "skipped": 2}), FAILED])
+        self.assertTrue(self.ledger_rows()[0].endswith("| holds |"), self.ledger_rows()[0])
+        self.write_ledger(dict(row, checked_by=[{"lab": "01", "id": "overflow_skipped", "condition": "overflows > 0"}]))
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("its condition names 'overflows', which lab 01's 'overflow_skipped' does not measure",
+                      result.stderr)
+
+    def test_a_contradiction_is_said_in_contradicted_by_alone(self):
+        for row, said in (({"claim": "loading is free: lab 01 measures the opposite",
+                            "checked_by": [{"lab": "01", "id": "loader_cost_ms"}]}, "says in its words"),
+                          ({"claim": "loading is free", "contradicted_by": {
+                              "reason": "it costs time", "by": [{"lab": "01", "id": "no_such_id"}]}},
+                           "lab 01 observes no 'no_such_id'"),
+                          ({"claim": "loading is free", "contradicted_by": {
+                              "by": [{"lab": "01", "id": "loader_cost_ms"}]}}, "needs a reason")):
+            with self.subTest(said=said):
+                self.write_ledger(row)
+                result = self.lab_pages("check")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(said, result.stderr)
+        self.write_ledger({"claim": "loading is free", "contradicted_by": {
+            "reason": "loading a batch costs time", "by": [{"lab": "01", "id": "loader_cost_ms"}]}})
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        row = self.ledger_rows()[0]
+        self.assertIn("loading is free<br>**contradicted**: loading a batch costs time", row)
+        self.assertIn("lab 01: `loader_cost_ms` (contradicts)", row)
+        self.assertTrue(row.endswith("| **contradicts** |"), row)
+        self.write_ledger({"claim": "loading is free", "contradicted_by": {
+            "reason": "loading a batch costs time",
+            "by": [{"lab": "01", "id": "loader_cost_ms", "condition": "ms_per_batch > 100"}]}})
+        self.assertTrue(self.ledger_rows()[0].endswith("| no contradiction here (ms_per_batch = 25.34) |"))
+
+
+# TheLedger inherits ScratchCopy's scratch copy, not its tests.
+for _name in [n for n in vars(ScratchCopy) if n.startswith("test_")]:
+    setattr(TheLedger, _name, None)
 
 
 class TheRepository(unittest.TestCase):
