@@ -236,9 +236,10 @@ def whys_problems(root=ROOT):
 
 def fair_problems(check=None, root=ROOT):
     """The sentences of prediction_checks' @p check ("lessons", "pivots" or "sizes"; None: all three)."""
-    import prediction_checks  # beside this file; it reads the questions through this module
-    checks = {"lessons": prediction_checks.lesson_problems, "pivots": prediction_checks.pivot_problems,
-              "sizes": prediction_checks.size_problems}
+    import prediction_checks  # beside this file; they read the questions through this module
+    import prediction_runs
+    checks = {"lessons": prediction_checks.lesson_problems, "pivots": prediction_runs.pivot_problems,
+              "sizes": prediction_runs.size_problems}
     return [problem for name, run in checks.items() if check in (None, name) for problem in run(root)]
 
 

@@ -48,6 +48,7 @@ def load(name, folder="scripts/driver"):
 
 predictions = load("predictions")
 checks = load("prediction_checks")
+run_checks = load("prediction_runs")
 grade = load("grade", "grader")
 graded = sys.modules["predicted"]  # the module grade.py compares predictions through
 lab_pages = load("lab_pages")
@@ -466,8 +467,8 @@ class Fairness(unittest.TestCase):
 
     def test_every_question_of_the_labs_is_fair(self):
         self.assertEqual(checks.lesson_problems(ROOT), [])
-        self.assertEqual(checks.pivot_problems(ROOT), [])
-        self.assertEqual(checks.size_problems(ROOT), [])
+        self.assertEqual(run_checks.pivot_problems(ROOT), [])
+        self.assertEqual(run_checks.size_problems(ROOT), [])
         with mock.patch("sys.stdout", io.StringIO()), mock.patch("sys.stderr", io.StringIO()):
             self.assertEqual(predictions.main(["predictions.py", "fair"]), 0)
 
@@ -533,7 +534,7 @@ class Fairness(unittest.TestCase):
             observation["evidence"] = {"value": evidence}
         side = question_text("timed", "The checkpointed step's time over the plain one's: above or below "
                              f"{pivot}?", 1.5, "x", field, f"side_of = {pivot}")
-        return checks.pivot_problems(planted_lab(self.root, "", [side], {"observations": [observation]}))
+        return run_checks.pivot_problems(planted_lab(self.root, "", [side], {"observations": [observation]}))
 
     def test_a_kept_value_at_the_pivot_is_a_coin_flip(self):
         self.assertTrue(self.pivots({"ratio": 0.991}))
@@ -557,7 +558,7 @@ class Fairness(unittest.TestCase):
                                              ["--seed", "random seed (default 0; --quick: 0)"]]}
         asked = question_text("losses", question, 1.012, "ratio", "vs_fp32", "absolute = 0.01")
         root = planted_lab(self.root, "", [asked], run)
-        return checks.size_problems(root, {"99": sized} if sized else {}, {"99": on_device} if on_device else {})
+        return run_checks.size_problems(root, {"99": sized} if sized else {}, {"99": on_device} if on_device else {})
 
     def test_a_question_the_run_size_moves_must_say_quick(self):
         sized = {"losses.vs_fp32": (("--steps",), "60 steps under --quick, 200 by default")}
@@ -596,12 +597,12 @@ class Fairness(unittest.TestCase):
         self.assertTrue(checks.lesson_problems(root))
         stub = {"observations": [{"id": "speedup_over_baseline", "verdict": "holds", "measured": {"score": 1.03}}]}
         root = planted_lab(self.root / "13", "", [before["13"]], stub, number="13")
-        self.assertTrue(checks.pivot_problems(root))
+        self.assertTrue(run_checks.pivot_problems(root))
         loss = question_text("loss_at_step_0", "What is the loss at step 0, before any training?", 10.8, "nats",
                              tolerance="absolute = 0.15")
         run = {"observations": [], "flags": [["--config", "model size (default gpt2; --quick: tiny)"]]}
         root = planted_lab(self.root / "05", "", [loss], run, number="05")
-        found = checks.size_problems(root, {"05": checks.SIZED["05"]}, {})
+        found = run_checks.size_problems(root, {"05": run_checks.SIZED["05"]}, {})
         self.assertTrue(any("loss_at_step_0" in f for f in found), found)
 
 
