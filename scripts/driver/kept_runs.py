@@ -238,10 +238,17 @@ def kept_runs_by_machine():
 
 
 def run_machine(report):
-    """The machine of a kept run in words: "AMD EPYC, 2 logical CPUs, quiet (load 0.12 when it started)"."""
+    """The machine of a kept run in words: "AMD EPYC, 2 logical CPUs, quiet (other programs used at most 0.05 of a
+    core while it measured)": quiet or busy by what the run's timed observations read beside them (half a core,
+    the verdicts' own limit), not by the load average, which still holds the lab run just before it."""
     run = report["run"]
     words = f"{run['cpu']}, {run['logical_cpus']} logical CPUs"
+    others = [o["evidence"]["contention"]["others_cores"] for o in report["observations"]
+              if isinstance(o.get("evidence"), dict) and "others_cores" in o["evidence"].get("contention", {})]
     load = run.get("load_average_before")
-    if isinstance(load, (int, float)):
+    if others:
+        words += (f", {'busy' if max(others) >= 0.5 else 'quiet'} (other programs used at most {max(others):.2f} of a "
+                  "core while it measured)")
+    elif isinstance(load, (int, float)):
         words += f", {'busy' if load >= 0.5 * max(1, run['logical_cpus']) else 'quiet'} (load {load:.2f} when it started)"
     return words

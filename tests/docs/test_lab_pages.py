@@ -244,7 +244,7 @@ class ScratchCopy(unittest.TestCase):
         page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md"))
         self.assertEqual(page.returncode, 0, page.stderr)
         self.assertIn("Loading costs 25 ms, 4.7% of the step", page.stdout)
-        self.assertIn("on AMD EPYC, 2 logical CPUs, quiet (load 0.10 when it started).", page.stdout)
+        self.assertIn("on AMD EPYC, 2 logical CPUs, quiet (other programs used at most 0.10 of a core while it measured).", page.stdout)
         self.assertIn("An example stays as written: `{{run:01:no_such_id}}`.", page.stdout)
         self.assertEqual(page.stdout.count("{{run:"), 1)
 
