@@ -201,6 +201,22 @@ def figures(pages):
     return problems
 
 
+def link_problems(page):
+    """Relative links of @p page that would break in one of the two places it is read: a missing file, or a
+    section of another page (Doxygen turns a link to a page into that page's HTML, not one with #section)."""
+    problems = []
+    for link in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+        if link.startswith("#") or re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", link):
+            continue
+        path, _, section = link.partition("#")
+        if not (page.parent / path).exists():
+            problems.append(f"{page.relative_to(ROOT)}: link {link} points to a missing file")
+        elif section and path.endswith(".md"):
+            problems.append(f"{page.relative_to(ROOT)}: link {link} names a section of another page, which the "
+                            f"HTML docs cannot follow: link the page and name the section in words")
+    return problems
+
+
 def check():
     """The docs' preconditions: fresh kept runs, placeholders that resolve, a ledger naming real ids."""
     if not RESULTS.is_dir():  # a release: its kept runs (the reference's measurements) are left out
@@ -209,7 +225,7 @@ def check():
                  "README.md (labs/NN_topic/README.md)")
     problems = stale_runs() + edited_runs() + figures(doc_pages()) + render_problems()
     for page in doc_pages():
-        problems += question_problems(page)
+        problems += question_problems(page) + link_problems(page)
     problems += ledger_problems()
     for problem in problems:
         print(f"lab_pages: {problem}", file=sys.stderr)

@@ -3,7 +3,7 @@
 it depends on changes, a placeholder fills a lesson's numbers from the kept run and fails the check when it
 names a missing id or field, the table shows a verdict that could not be decided and a timing's spread, and the
 claims ledger holds each row to the kept run: a number no rule states, a row without a rule shown as holding, a
-condition that did not occur, a contradiction written into a claim's words.
+condition that did not occur, a contradiction written into a claim's words; a link the HTML docs cannot follow.
 
     test_lab_pages.py [REPO]      (default: the repository this file is in)
 """
@@ -122,6 +122,21 @@ class ScratchCopy(unittest.TestCase):
                 self.assertIn("./lab docs --refresh-results 01", result.stderr)
                 path.write_text(before, encoding="utf-8")
                 self.assertEqual(self.lab_pages("check").returncode, 0)
+
+    def test_a_link_to_a_missing_page_or_to_a_section_of_another_page_fails(self):
+        source = self.root / "labs" / "01_demo" / "README.md.in"
+        for link, problem in (("../../docs/mainpage.md#setup", "names a section of another page"),
+                              ("../../docs/nothere.md", "points to a missing file")):
+            with self.subTest(link=link):
+                source.write_text(README.replace("## Next", f"See [the page]({link}).\n\n## Next"), encoding="utf-8")
+                self.lab_pages("render")
+                result = self.lab_pages("check")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(f"link {link} {problem}", result.stderr)
+        source.write_text(README.replace("## Next", "See [the page](../../docs/mainpage.md).\n\n## Next"),
+                          encoding="utf-8")
+        self.lab_pages("render")
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
 
     def test_a_number_edited_by_hand_fails_the_check_though_the_fingerprint_is_fresh(self):
         path = self.root / "docs" / "results" / "lab01.json"
