@@ -257,6 +257,8 @@ def enter(spec, command):
     argv = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
             "--hostname", "sandbox", "--setenv", "HOME", "/tmp", "--setenv", "CCACHE_DISABLE", "1",
             *mounts(command, spec["rw"], spec["hide"], stage())]
+    if os.environ.get("SPEEDLABS_DATA_DIR"):  # mounted at its resolved path: a symlink's own path is not there
+        argv += ["--setenv", "SPEEDLABS_DATA_DIR", os.path.realpath(data_folder())]
     own = lab_tree(command)
     program = inside(command[0], own) if own and "/" in command[0] else command[0]
     argv += ["--chdir", inside(os.getcwd(), own), "--", program, *command[1:]]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CI's loaded pass: every lab's smoke run (ctest -L smoke) while a CPU hog spins on one core. A timed
-# observation may say it could not decide (the machine is busy, and it knows); it may say `fails` only where the
-# quiet kept run (docs/results) says so too, and a margin the hog cannot flip (lab 01's vectorised_3x_faster) must
-# decide `holds`.
+# observation may say it could not decide (the machine is busy, and it knows); what it decides may not contradict
+# the quiet kept run (docs/results: `holds` there, `fails` here, or the reverse), and a margin the hog cannot flip
+# (lab 01's vectorised_3x_faster) must decide `holds`. A kept run that could not decide contradicts nothing: its
+# samples crossed the expectation, and a busier run whose every sample (widened by its load model) lies on one side
+# may still decide.
 # Prints how many observations each lab could not decide.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -30,10 +32,9 @@ for path in sorted(glob.glob("build/labs/*/lab*.smoke.json")):
         timed += 1
         if o["verdict"] == "inconclusive":
             lab_undecided += 1
-        elif o["verdict"] == "fails" and kept.get(o["id"]) != "fails":
-            # A claim this machine refutes quietly too (the kept run says fails) may fail under load as well,
-            # when the load could not have flipped it; one the quiet run did not refute may not.
-            failed.append(f'{report["lab"]}: {o["id"]} fails under load, {kept.get(o["id"])} in the kept run: '
+        elif {o["verdict"], kept.get(o["id"])} == {"holds", "fails"}:
+            # The load flipped a verdict its load model should have left undecided.
+            failed.append(f'{report["lab"]}: {o["id"]} {o["verdict"]} under load, {kept[o["id"]]} in the kept run: '
                           f'{json.dumps(o["measured"])[:200]}')
         # A margin no load can flip must decide beside one busy core: the loop is hundreds of times slower.
         if (report["lab"], o["id"]) == ("01_vectorize", "vectorised_3x_faster") and o["verdict"] != "holds":

@@ -3,7 +3,8 @@
 
   test_sandbox.py ROOT
 
-It runs unprivileged (a root grader's command as nobody); .git, solutions/, the kept runs and the rest of the
+It runs unprivileged (a root grader's command as nobody); the data folder is there, also when its path is a
+symlink; .git, solutions/, the kept runs and the rest of the
 machine are out of reach; /proc/sys and /sys cannot be written; a write meant for the host (a canary beside this
 test's folder) never lands; nothing one sandbox writes is there for the next; no network; and its limits stop a
 fork bomb, a memory hog, a full /tmp and a build writing past its cap.
@@ -52,6 +53,21 @@ class Sandbox(unittest.TestCase):
                 self.assertNotEqual(code, 0, f"{path} is visible in the sandbox: {output}")
         code, output = inside(f"cat '{ROOT / 'labs' / next((ROOT / 'labs').glob('01_*')).name / 'exercise.h'}'")
         self.assertEqual(code, 0, f"the sources a build needs must be there: {output}")
+
+    def test_the_data_folder_is_there_through_a_symlink(self):
+        with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as links:
+            Path(data, "input.txt").write_text("First Citizen:")
+            os.chmod(data, 0o755)  # readable by the sandbox's user, as a data folder is
+            link = Path(links, "datasets")
+            link.symlink_to(data)
+            os.environ["SPEEDLABS_DATA_DIR"], before = str(link), os.environ.get("SPEEDLABS_DATA_DIR")
+            try:
+                code, output = inside('cat "$SPEEDLABS_DATA_DIR/input.txt"')
+            finally:
+                os.environ.pop("SPEEDLABS_DATA_DIR")
+                if before is not None:
+                    os.environ["SPEEDLABS_DATA_DIR"] = before
+            self.assertEqual((code, output), (0, "First Citizen:"))
 
     def test_proc_sys_and_sys_cannot_be_written(self):
         for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/printk_ratelimit",
