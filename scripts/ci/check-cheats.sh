@@ -29,6 +29,8 @@ check_start=$SECONDS
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 source scripts/driver/common.sh
+# Each part's heading says how long the check has run, so that a slow part shows in CI's log.
+part() { echo "check-cheats ($((SECONDS - check_start)) s so far): $*"; }
 
 scratch="$root/build-cheats"
 rm -rf "$scratch" && mkdir -p "$scratch"
@@ -36,7 +38,7 @@ python3 tests/grading/cheats/submission.py write "$scratch/submission"
 # The canary's folder: on the host anyone may write into it; a graded process that reached it escaped its sandbox.
 mkdir -p "$scratch/open" && chmod 1777 "$scratch/open"
 
-echo "check-cheats: ./lab grade on the cheating submission"
+part "./lab grade on the cheating submission"
 ./lab grade --submission "$scratch/submission" --labs 01,1,001,02,03,04,05,09,10,14 --out "$scratch/grade" >"$scratch/grade.log" 2>&1 ||
   { cat "$scratch/grade.log" >&2; die "./lab grade failed on the cheating submission"; }
 python3 tests/grading/cheats/submission.py verify "$scratch/grade/results.json" ||
@@ -54,14 +56,14 @@ cmp -s "$scratch/submission/02_float16_limits/exercise.cpp" build-submission/exe
   die "lab 01's code rewrote the graded tree's copy of lab 02's exercise"
 echo "  no canary, lab 02's exercise as submitted, blank predictions scored 0"
 
-echo "check-cheats: a submission file that is a symbolic link to the reference is refused (exit 2)"
+part "a submission file that is a symbolic link to the reference is refused (exit 2)"
 mkdir -p "$scratch/linked/02_float16_limits"
 ln -s "$root/solutions/02_float16_limits/exercise.cpp" "$scratch/linked/02_float16_limits/exercise.cpp"
 status=0
 ./lab grade --submission "$scratch/linked" --labs 02 --out "$scratch/linked-grade" >"$scratch/linked.log" 2>&1 || status=$?
 ((status == 2)) && grep -q "symbolic link" "$scratch/linked.log" || { cat "$scratch/linked.log" >&2; die "a symlinked submission file was not refused (exit $status)"; }
 
-echo "check-cheats: an honest submission (labs 05, 04 and 02: a later lab first) graded right after the cheating one earns its points"
+part "an honest submission (labs 05, 04 and 02: a later lab first) graded right after the cheating one earns its points"
 python3 tests/grading/cheats/submission.py honest "$scratch/honest"
 ./lab grade --submission "$scratch/honest" --labs 05,04,02 --out "$scratch/honest-grade" >"$scratch/honest.log" 2>&1 ||
   { cat "$scratch/honest.log" >&2; die "./lab grade failed on the honest submission"; }
@@ -75,35 +77,35 @@ print("  honest labs 02, 04 and 05: " + (", ".join(short) or "every exercise its
 sys.exit(1 if short or not tests else 0)
 PY
 
-echo "check-cheats: a right but slow lab 01, lab 10 and lab 13 trainer whose own clock_gettime hides their time earn no speed points"
+part "a right but slow lab 01, lab 10 and lab 13 trainer whose own clock_gettime hides their time earn no speed points"
 python3 tests/grading/cheats/submission.py clock "$scratch/clock"
 ./lab grade --submission "$scratch/clock" --labs 01,10,13 --out "$scratch/clock-grade" >"$scratch/clock.log" 2>&1 ||
   { cat "$scratch/clock.log" >&2; die "./lab grade failed on the clock submission"; }
 python3 tests/grading/cheats/submission.py verify-clock "$scratch/clock-grade/results.json" ||
   { cat "$scratch/clock.log" >&2; die "a clock that hides the exercise's time earned speed points (above)"; }
 
-echo "check-cheats: a fork bomb and a 4 GiB memory hog (lab 12, memory limited to 2 GiB), a build that never ends (lab 08, limited to 20 s)"
+part "a fork bomb and a 4 GiB memory hog (lab 12, memory limited to 2 GiB), a build that never ends (lab 08, limited to 20 s)"
 python3 tests/grading/cheats/submission.py limits "$scratch/limits"
 SPEEDLABS_SANDBOX_BUILD_S=20 SPEEDLABS_SANDBOX_MEMORY_MB=2048 ./lab grade --submission "$scratch/limits" --labs 12,08 --out "$scratch/limits-grade" \
   >"$scratch/limits.log" 2>&1 || { cat "$scratch/limits.log" >&2; die "./lab grade failed on the limits submission"; }
 python3 tests/grading/cheats/submission.py verify-limits "$scratch/limits-grade/results.json" ||
   { cat "$scratch/limits.log" >&2; die "a limit did not stop its attack with a clear row (above)"; }
 
-echo "check-cheats: lab 01's program swapped for a link to the reference build's while it builds is not graded"
+part "lab 01's program swapped for a link to the reference build's while it builds is not graded"
 python3 tests/grading/cheats/submission.py link "$scratch/link"
 ./lab grade --submission "$scratch/link" --labs 01 --out "$scratch/link-grade" >"$scratch/link.log" 2>&1 ||
   { cat "$scratch/link.log" >&2; die "./lab grade failed on the link submission"; }
 python3 tests/grading/cheats/submission.py verify-link "$scratch/link-grade/results.json" ||
   { cat "$scratch/link.log" >&2; die "a program linked to the reference's was graded (above)"; }
 
-echo "check-cheats: a submission one folder off (FOLDER/labs/NN_topic/) is graded as the stubs, and said"
+part "a submission one folder off (FOLDER/labs/NN_topic/) is graded as the stubs, and said"
 mkdir -p "$scratch/nested" && cp -r "$scratch/honest" "$scratch/nested/labs"
 ./lab grade --submission "$scratch/nested" --labs 02 --out "$scratch/nested-grade" >"$scratch/nested.log" 2>&1 ||
   { cat "$scratch/nested.log" >&2; die "./lab grade failed on the nested submission"; }
 grep -q "holds no exercise file.*give $scratch/nested/labs" "$scratch/nested.log" ||
   { cat "$scratch/nested.log" >&2; die "a submission with no exercise file where one is read was graded without a word"; }
 
-echo "check-cheats: SIGTERM to ./lab grade while lab 01's endless loop runs"
+part "SIGTERM to ./lab grade while lab 01's endless loop runs"
 stopped="$scratch/stopped"
 mkdir -p "$stopped" && echo stale >"$stopped/results.json" && echo stale >"$stopped/summary.md"
 looping="test_lab01_graded --gtest_filter=Lab01_sum_squares_torch"

@@ -94,11 +94,12 @@ PY
 # A question's why sits beside the student's blank answer: it must not state the reference answer.
 python3 scripts/driver/predictions.py whys
 
+grading_start=$SECONDS
 echo "check-grading: the labs/ stubs"
 ./lab grade --out build-student/grade-stubs >/dev/null
 verify build-student/grade-stubs/results.json build-student/grade-stubs/junit.xml stubs
 
-echo "check-grading: the reference solutions, from ./lab test's run (build/ctest-junit.xml)"
+echo "check-grading ($((SECONDS - grading_start)) s so far): the reference solutions, from ./lab test's run (build/ctest-junit.xml)"
 junit="$root/build/ctest-junit.xml"
 [[ -f "$junit" ]] || die "no $junit: run ./lab test first (it writes that file)"
 mapfile -t ids < <(for points in tests/lab[0-9][0-9]/points.tsv; do basename "$(dirname "$points")" | cut -c4-5; done)
@@ -108,4 +109,5 @@ rm -rf "$out" && mkdir -p "$out"
 SPEEDLABS_PREDICTIONS_DIR="$root/solutions" python3 grader/grade.py grade --ctest-verdicts "$junit" "$out" "${ids[@]}" >/dev/null
 verify "$out/results.json" "$junit" solutions
 
+echo "check-grading ($((SECONDS - grading_start)) s so far): the cheats"
 bash scripts/ci/check-cheats.sh
