@@ -43,6 +43,9 @@ SIZED = {
     "09": {"written_out_vs_tiled_memory_at_4096.ratio": (
         ("seq_lengths", "--q-tile", "--kv-tile"), "the largest T is 1024 under --quick (its seq_lengths setting) "
                                                   "with tiles of 64, 4096 by default with tiles of 256"),
+           "written_out_vs_tiled_memory_at_4096.written_out_MiB": (
+        ("seq_lengths",), "the largest T is 1024 under --quick (its seq_lengths setting), 4096 by default: the "
+                          "T x T tensors grow 16x"),
            "tiled_vs_sdpa_time_at_1024.ratio": (
         ("--q-tile", "--kv-tile"), "tiles of 64 x 64 under --quick, 256 x 256 by default: the tile moves the "
                                    "tiled forward's time")},
