@@ -234,11 +234,11 @@ def escaped(mine, inputs, cpus):
     return mine.cpu - cpus * mine.wall > (inputs.cpu - cpus * inputs.wall) + 0.2 * cpus * mine.wall + 0.05
 
 
-def measure(student, reference, name, budget, hidden, cpus):
+def measure(student, reference, name, budget, hidden, cpus, rounds=ROUNDS):
     """One attempt: (the rounds' speed fractions, the rounds' other load in cores, "" or "failed|error why")."""
     sides = [("exercise", student), ("best", reference), ("inputs", reference)]
     fractions, loads, escapes = [], [], 0
-    for number in range(WARMUP_ROUNDS + ROUNDS):
+    for number in range(WARMUP_ROUNDS + rounds):
         order = sides[number % 3:] + sides[:number % 3]
         seed = secrets.randbits(62)  # every side of the round on the same inputs: the best's outputs are the answer
         # The reference's processes see what the student's may not (its own build tree): they are not graded code.
@@ -259,7 +259,7 @@ def measure(student, reference, name, budget, hidden, cpus):
         mine, best = runs["exercise"].wall - inputs, runs["best"].wall - inputs
         fractions.append(best / mine if mine > 0 else float("inf"))
         loads.append(max(max(0.0, r.busy - r.window_cpu) / r.wall for r in (runs["best"], runs["inputs"])))
-    if escapes * 2 > WARMUP_ROUNDS + ROUNDS:
+    if escapes * 2 > WARMUP_ROUNDS + rounds:
         return [], [], (f"failed your timed process used more than the {cpu_words(len(cpus))} it was given in most "
                         f"rounds (its CPU time well over its wall time): speed is compared on {cpu_words(len(cpus))} "
                         "a side")
@@ -292,15 +292,15 @@ def cpu_words(count):
     return "one CPU" if count == 1 else f"{count} CPUs"
 
 
-def time_exercise(student, reference, name, full, zero, budget, hidden, cpus=1):
-    """The verdict line for timed exercise @p name, timed on @p cpus CPUs a side: "score S how", "undecided why",
-    "failed why" or "error why"."""
+def time_exercise(student, reference, name, full, zero, budget, hidden, cpus=1, rounds=ROUNDS, attempts=ATTEMPTS):
+    """The verdict line for timed exercise @p name, timed on @p cpus CPUs a side in @p rounds rounds, up to
+    @p attempts times while they cannot decide: "score S how", "undecided why", "failed why" or "error why"."""
     available = sorted(os.sched_getaffinity(0))
     if len(available) < cpus:
         return f"undecided it is timed on {cpu_words(cpus)} a side, and this grader has {len(available)}"
     why = ""
-    for attempt in range(1, ATTEMPTS + 1):
-        fractions, loads, failed = measure(student, reference, name, budget, hidden, available[-cpus:])
+    for attempt in range(1, attempts + 1):
+        fractions, loads, failed = measure(student, reference, name, budget, hidden, available[-cpus:], rounds)
         if failed:
             return failed
         q1, median, q3 = quartiles(fractions)
@@ -309,10 +309,10 @@ def time_exercise(student, reference, name, full, zero, budget, hidden, cpus=1):
         why = undecided_why(q1, q3, spread, load, full, zero, "rounds", cpus)
         if not why:
             share = 0.0 if not median > zero else min(1.0, (median - zero) / (full - zero))
-            return (f"score {share:.3f} ({median:.2f} of the best's speed, quartiles {q1:.2f}-{q3:.2f}, {ROUNDS} "
+            return (f"score {share:.3f} ({median:.2f} of the best's speed, quartiles {q1:.2f}-{q3:.2f}, {rounds} "
                     f"rounds, timed outside your process on {cpu_words(cpus)}; full points from {full:.2f}, none "
                     f"below {zero:.2f})")
-        print(f"  {name}: attempt {attempt} of {ATTEMPTS} could not decide: {why}", file=sys.stderr)
+        print(f"  {name}: attempt {attempt} of {attempts} could not decide: {why}", file=sys.stderr)
     return f"undecided {why}"
 
 
@@ -355,7 +355,9 @@ def selftest(program):
         changed[-5] ^= 0x40  # the last output's highest byte (little-endian), before "end\n"
         if not check(program, name, Run(outputs=bytes(changed), seed=run.seed), run):  # against outputs handed over
             problems.append(f"{name}: a changed timed output passed its check")
-        verdict = time_exercise(program, program, name, full, zero, 300, (), cpus)
+        # The plumbing, not a grade: three rounds, one attempt (a grade takes 9 rounds, up to 3 attempts). The
+        # reference against itself may not decide on a busy machine either way.
+        verdict = time_exercise(program, program, name, full, zero, 300, (), cpus, rounds=3, attempts=1)
         print(f"{name}: {verdict}")
         if not verdict.startswith(("score", "undecided")):
             problems.append(f"{name}: the reference timed against its best: {verdict}")
