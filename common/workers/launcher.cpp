@@ -88,12 +88,32 @@ std::string why_the_job_stopped(const std::string& output, const std::string& wh
 
 }  // namespace
 
-void validate_launch(int workers, int64_t batch, const std::string& hostfile, const std::string& device) {
-  if (workers < 2) throw speedlabs::UsageError("data parallel needs at least 2 workers (--workers)");
+void validate_batch_split(int64_t batch, int workers) {
   if (batch % workers != 0) {
     throw speedlabs::UsageError("--batch " + std::to_string(batch) + " does not split evenly over " +
                                 std::to_string(workers) + " workers: choose a multiple of --workers");
   }
+}
+
+Launch launch_of(const LaunchConfig& settings, int workers, std::string who, std::string name) {
+  Launch launch;
+  launch.workers = workers;
+  launch.program = settings.worker_program;
+  launch.mpirun = settings.mpirun;
+  launch.hostfile = settings.hostfile;
+  launch.timeout_s = settings.timeout_s;
+  launch.stall = settings.stall;
+  launch.who = std::move(who);
+  launch.name = std::move(name);
+  launch.device = settings.device;
+  launch.faults = settings.faults;
+  return launch;
+}
+
+void validate_launch(const LaunchConfig& settings, int workers) {
+  const std::string& hostfile = settings.hostfile;
+  const std::string& device = settings.device;
+  if (workers < 2) throw speedlabs::UsageError("a job of MPI workers needs at least 2 of them");
   if (!hostfile.empty() && !std::filesystem::is_regular_file(hostfile)) {
     throw speedlabs::UsageError("--hostfile " + hostfile + " is not a file");
   }

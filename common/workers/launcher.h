@@ -36,14 +36,37 @@ struct Launched {
   speedlabs::Contention contention;
 };
 
+/// The launch settings of a worker lab's run, the same in labs 10, 11 and 14: each lab's Config derives from it
+/// and starts its jobs with launch_of(), which passes every one of them on, so no lab leaves a limit behind.
+struct LaunchConfig {
+  std::string device = "cpu";     ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
+  std::string hostfile;           ///< an mpirun host file: workers on several machines ("" = this one, loopback)
+  std::string worker_program;     ///< the program mpirun starts ("" = this program, /proc/self/exe)
+  std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
+  double timeout_s = 900;         ///< a job that runs longer is ended, with every worker
+  StallLimits stall;              ///< ... as is one with a worker whose heartbeat stopped (heartbeat.h)
+  FaultPlan faults;               ///< deliberate faults, for the tests of the fault handling only
+};
+
 /// Rejects a job the launcher cannot start, before any worker does (speedlabs::UsageError): fewer than two
-/// workers, a global batch that does not split evenly over them, a host file that is not a file, a GPU run
-/// in a build without NCCL or with fewer GPUs on this machine than workers. Labs 10, 11 and 14 check this first.
+/// workers, a host file that is not a file, a GPU run in a build without NCCL or with fewer GPUs on this machine
+/// than workers. Labs 10, 11 and 14 check this first.
+/// @param settings the run's launch settings
 /// @param workers  N
-/// @param batch    B, the global batch
-/// @param hostfile --hostfile ("" = this machine)
-/// @param device   "cpu" or "cuda"
-void validate_launch(int workers, int64_t batch, const std::string& hostfile, const std::string& device);
+void validate_launch(const LaunchConfig& settings, int workers);
+
+/// Rejects a global batch that does not split evenly over data-parallel workers (labs 10 and 11; lab 14's
+/// workers split the model, not the batch): speedlabs::UsageError.
+/// @param batch   B, the global batch
+/// @param workers N
+void validate_batch_split(int64_t batch, int workers);
+
+/// The Launch of one job of a run: every setting of @p settings, and @p workers processes.
+/// @param settings the run's launch settings
+/// @param workers  N
+/// @param who      how a worker names itself in its error line, e.g. "lab11 worker"
+/// @param name     the job in messages, e.g. "2-worker job"
+Launch launch_of(const LaunchConfig& settings, int workers, std::string who, std::string name);
 
 /// Starts `mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np N (--hostfile F | loopback only)
 /// PROGRAM --worker ENVELOPE`, the envelope (JSON, read by run_mpi_worker, harness.h) holding @p job, the

@@ -102,7 +102,8 @@ speedlabs::Summary summary_after_warmup(const std::vector<double>& step_ms) {
 }
 
 void validate(const Config& config) {
-  speedlabs::workers::validate_launch(config.workers, config.batch, config.hostfile, config.device);
+  speedlabs::workers::validate_launch(config, config.workers);
+  speedlabs::workers::validate_batch_split(config.batch, config.workers);
   if (config.micro_batches < 1 || config.batch % config.micro_batches != 0) {
     throw speedlabs::UsageError("--micro-batches " + std::to_string(config.micro_batches) + " must divide --batch " +
                                 std::to_string(config.batch));
@@ -154,17 +155,8 @@ JobResult run_job(const Config& config, int workers, const std::vector<std::stri
   spec.micro_batches = accumulation ? config.micro_batches : 0;
   spec.data_dir = datasets::resolve_data_dir(config.data_dir).string();
 
-  speedlabs::workers::Launch launch;
-  launch.workers = workers;
-  launch.program = config.worker_program;
-  launch.mpirun = config.mpirun;
-  launch.hostfile = config.hostfile;
-  launch.timeout_s = config.timeout_s;
-  launch.stall = config.stall;
-  launch.who = "lab10 worker";
-  launch.name = std::to_string(workers) + "-worker job";
-  launch.device = config.device;
-  launch.faults = config.faults;
+  const auto launch =
+      speedlabs::workers::launch_of(config, workers, "lab10 worker", std::to_string(workers) + "-worker job");
   std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
             << ", modes:";
   for (const auto& mode : modes) std::cout << " " << mode;

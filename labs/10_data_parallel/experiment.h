@@ -12,35 +12,24 @@
 #include "common/contention.h"
 #include "common/observations.h"
 #include "common/topology.h"
-#include "common/workers/faults.h"
-#include "common/workers/heartbeat.h"
 #include "common/workers/job_flags.h"
+#include "common/workers/launcher.h"
 #include "worker.h"
 
 namespace lab10 {
 
-using speedlabs::workers::FaultPlan;    ///< deliberate faults of a job, for the tests (common/workers/faults.h)
-using speedlabs::workers::StallLimits;  ///< when the launcher gives up on a silent worker (common/workers/heartbeat.h)
-
-/// The experiment's knobs.
-struct Config {
-  std::string model = "tiny";     ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
-  int workers = 2;                ///< N, the worker processes of the data-parallel jobs
-  int64_t batch = 16;             ///< global batch B (split evenly over the workers)
-  int64_t seq = 64;               ///< T
-  int steps = 20;                 ///< training steps per mode
-  double lr = 1e-3;               ///< AdamW learning rate
-  uint64_t seed = 42;             ///< initial weights and batches, the same for every job and mode
-  double bucket_mb = 25;          ///< bucket size in MiB (PyTorch DDP's default)
-  int micro_batches = 4;          ///< K of the gradient-accumulation check (must divide B)
-  std::string device = "cpu";     ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
-  std::string hostfile;           ///< an mpirun host file: workers on several machines ("" = this one, loopback)
-  std::string data_dir;           ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
-  std::string worker_program;     ///< the program mpirun starts ("" = this program, /proc/self/exe)
-  std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
-  double timeout_s = 900;         ///< a job that runs longer is ended, with every worker
-  StallLimits stall;              ///< ... as is one with a worker whose heartbeat stopped (common/workers)
-  FaultPlan faults;               ///< deliberate faults, for the tests
+/// The experiment's knobs; how its jobs start (device, host file, limits) is common/workers' LaunchConfig.
+struct Config : speedlabs::workers::LaunchConfig {
+  std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
+  int workers = 2;             ///< N, the worker processes of the data-parallel jobs
+  int64_t batch = 16;          ///< global batch B (split evenly over the workers)
+  int64_t seq = 64;            ///< T
+  int steps = 20;              ///< training steps per mode
+  double lr = 1e-3;            ///< AdamW learning rate
+  uint64_t seed = 42;          ///< initial weights and batches, the same for every job and mode
+  double bucket_mb = 25;       ///< bucket size in MiB (PyTorch DDP's default)
+  int micro_batches = 4;       ///< K of the gradient-accumulation check (must divide B)
+  std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
 };
 
 /// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains the

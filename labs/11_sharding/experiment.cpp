@@ -66,15 +66,8 @@ nlohmann::json run_job(const Config& config, int workers, const std::vector<int>
   job.seed = config.seed;
   job.stages = stages;
   job.data_dir = datasets::resolve_data_dir(config.data_dir).string();
-  speedlabs::workers::Launch launch;
-  launch.workers = workers;
-  launch.program = config.worker_program;
-  launch.hostfile = config.hostfile;
-  launch.timeout_s = config.timeout_s;
-  launch.who = "lab11 worker";
-  launch.name = std::to_string(workers) + "-worker job";
-  launch.device = config.device;
-  launch.faults = config.faults;
+  const auto launch =
+      speedlabs::workers::launch_of(config, workers, "lab11 worker", std::to_string(workers) + "-worker job");
   std::cout << "starting the " << launch.name << " (" << config.model << ", B=" << config.batch << ", T=" << config.seq
             << ", " << (stages == std::vector<int>{-1} ? std::string("plain training") : "stages");
   for (int s : stages) {
@@ -86,14 +79,17 @@ nlohmann::json run_job(const Config& config, int workers, const std::vector<int>
   return launched.result;
 }
 
+// @p transients: each stage's transient bytes by the formula (Jobs::transients), drawn with the activations as
+// the measured side draws them, so that both bars are the peak formula the observation holds to.
 std::string write_plot(const std::string& dir, const std::vector<int>& stages, const nlohmann::json& per_stage,
-                       const std::vector<Predicted>& predicted, double activations) {
+                       const std::vector<Predicted>& predicted, double activations,
+                       const std::vector<double>& transients) {
   std::ostringstream data;
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& m = per_stage.at(std::to_string(stages[i])).at("memory");
     const Predicted& p = predicted[i];
     data << "\"" << stages[i] << " formula\" " << speedlabs::to_mib(p.weights) << " " << speedlabs::to_mib(p.gradients)
-         << " " << speedlabs::to_mib(p.optimizer) << " " << speedlabs::to_mib(activations) << "\n";
+         << " " << speedlabs::to_mib(p.optimizer) << " " << speedlabs::to_mib(activations + transients[i]) << "\n";
     data << "\"" << stages[i] << " measured\" " << speedlabs::to_mib(m["parameters_at_rest"].get<double>()) << " "
          << speedlabs::to_mib(m["gradients"].get<double>()) << " "
          << speedlabs::to_mib(m["optimizer_state"].get<double>()) << " "
@@ -108,7 +104,8 @@ std::string write_plot(const std::string& dir, const std::vector<int>& stages, c
 }  // namespace
 
 void validate(const Config& config) {
-  speedlabs::workers::validate_launch(config.workers, config.batch, config.hostfile, config.device);
+  speedlabs::workers::validate_launch(config, config.workers);
+  speedlabs::workers::validate_batch_split(config.batch, config.workers);
   if (config.steps < 3)
     throw speedlabs::UsageError("--steps must be at least 3 (the optimizer state is measured after the first)");
   if (config.stage != "all" && (config.stage.size() != 1 || config.stage[0] < '0' || config.stage[0] > '3')) {
@@ -154,6 +151,13 @@ struct Jobs {
   const nlohmann::json& stage(int s) const { return many.at("stages").at(std::to_string(s)); }
   double memory(int s, const char* what) const { return stage(s).at("memory").at(what).get<double>(); }
   std::string workers() const { return std::to_string(n) + " workers"; }
+  // What stage @p s's peak adds to the bytes that stay: at stages 2-3 the root unit's full gradient until its
+  // reduce-scatter at the end of backward; at stage 3 also the root unit gathered for the head's forward and
+  // backward.
+  double transients(int s) const {
+    const double root_unit = 4.0 * static_cast<double>(root_padded) * (n - 1) / n;
+    return (s >= 2 ? root_unit : 0.0) + (s == 3 ? root_unit : 0.0);
+  }
 };
 
 Jobs run_jobs(const Config& config) {
@@ -226,11 +230,9 @@ MemoryTable memory_table(const Jobs& jobs) {
     }
     if (s == 3) t.weights_holds = relative(jobs.memory(3, "parameters_at_rest"), weights0 / n) <= kBytesRtol;
     // The peak: what stays (weights, optimizer state), the gradient held when the optimizer steps, stage 0's
-    // activations, and the transients: at stages 2-3 the root unit's full gradient until its reduce-scatter
-    // at the end of backward; at stage 3 the root unit gathered for the head's forward and backward.
-    double formula = predicted.weights + predicted.optimizer + predicted.gradients + activations0;
-    if (s >= 2) formula += 4.0 * static_cast<double>(jobs.root_padded) * (n - 1) / n;
-    if (s == 3) formula += 4.0 * static_cast<double>(jobs.root_padded) * (n - 1) / n;
+    // activations, and the stage's transients.
+    const double formula =
+        predicted.weights + predicted.optimizer + predicted.gradients + activations0 + jobs.transients(s);
     t.peaks[key] = jobs.memory(s, "peak");
     t.peaks[key + "_formula"] = formula;
     t.peaks_hold = t.peaks_hold && relative(jobs.memory(s, "peak"), formula) <= kPeakRtol;
@@ -338,9 +340,11 @@ void observe_step_time(const Jobs& jobs, speedlabs::Report& report) {
 
 void print_summary(const Config& config, const Jobs& jobs, const nlohmann::json& sent) {
   if (config.device == "cpu" && !config.plots_dir.empty()) {
+    std::vector<double> transients;
+    for (int s : jobs.stages) transients.push_back(jobs.transients(s));
     std::cout << "\n"
               << write_plot(config.plots_dir, jobs.stages, jobs.many.at("stages"), jobs.predicted,
-                            jobs.memory(0, "activations_and_transients"))
+                            jobs.memory(0, "activations_and_transients"), transients)
               << "\n";
   }
   std::cout << "\n  " << jobs.workers() << ", " << jobs.parameters << " parameters (" << jobs.padded

@@ -11,16 +11,14 @@
 
 #include "common/cli.h"
 #include "common/observations.h"
-#include "common/workers/faults.h"
 #include "common/workers/job_flags.h"
+#include "common/workers/launcher.h"
 #include "zero.h"
 
 namespace lab11 {
 
-using speedlabs::workers::FaultPlan;  ///< deliberate faults of a job, for the tests (common/workers/faults.h)
-
-/// The experiment's knobs.
-struct Config {
+/// The experiment's knobs; how its jobs start (device, host file, limits) is common/workers' LaunchConfig.
+struct Config : speedlabs::workers::LaunchConfig {
   std::string model = "tiny";  ///< speedlabs::gpt::GPTConfig preset: "tiny" or "gpt2"
   int workers = 2;             ///< N
   std::string stage = "all";   ///< "0".."3" (stage 0 runs too, as the baseline) or "all"
@@ -29,13 +27,8 @@ struct Config {
   int steps = 10;              ///< training steps per stage
   double lr = 1e-3;            ///< AdamW learning rate
   uint64_t seed = 42;          ///< initial weights and batches
-  std::string device = "cpu";  ///< "cpu" (MPI) or "cuda" (one GPU per worker, NCCL)
-  std::string hostfile;        ///< an mpirun host file ("" = this machine, loopback)
   std::string data_dir;        ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
   std::string plots_dir;       ///< --plots: write lab11_bytes_per_worker.svg here ("" = no plot)
-  std::string worker_program;  ///< the program mpirun starts ("" = this program)
-  double timeout_s = 900;      ///< a job that runs longer is ended, with every worker
-  FaultPlan faults;            ///< deliberate faults, for the tests
 };
 
 /// The lab's knobs, each once: its flags with their defaults (Config) and --quick values. --quick trains the

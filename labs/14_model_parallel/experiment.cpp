@@ -64,12 +64,8 @@ Job base_job(const Config& config, const std::string& kind) {
 }
 
 speedlabs::workers::Launched launch(const Config& config, const std::string& kind, int workers) {
-  speedlabs::workers::Launch launch;
-  launch.workers = workers;
-  launch.program = config.worker_program;
-  launch.timeout_s = config.timeout_s;
-  launch.who = "lab14 worker";
-  launch.name = std::to_string(workers) + "-worker " + kind + " job";
+  const auto launch = speedlabs::workers::launch_of(config, workers, "lab14 worker",
+                                                    std::to_string(workers) + "-worker " + kind + " job");
   std::cout << "starting the " << launch.name << " (C=" << config.n_embd << ", " << config.n_layer
             << " blocks, B=" << config.batch << ", T=" << config.seq << ")" << std::endl;
   return speedlabs::workers::launch_mpi_job(launch, to_json(base_job(config, kind)));
@@ -287,6 +283,7 @@ bool bubble_can_be_held(int stages, std::string& why) {
 void validate(const Config& config) {
   const auto fail = [](const std::string& why) { throw speedlabs::UsageError(why); };
   if (config.tp < 2 || config.pp < 2) fail("--tp and --pp must be at least 2");
+  speedlabs::workers::validate_launch(config, std::max(config.tp, config.pp));
   if (config.n_head % config.tp != 0 || config.n_embd % config.n_head != 0) {
     fail("--tp " + std::to_string(config.tp) + " does not divide the model's " + std::to_string(config.n_head) +
          " heads (and --embd must be a multiple of the heads)");

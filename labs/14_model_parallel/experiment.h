@@ -16,11 +16,12 @@
 #include "common/contention.h"
 #include "common/observations.h"
 #include "common/workers/job_flags.h"
+#include "common/workers/launcher.h"
 
 namespace lab14 {
 
-/// The experiment's knobs.
-struct Config {
+/// The experiment's knobs; how its jobs start (limits, the worker program) is common/workers' LaunchConfig.
+struct Config : speedlabs::workers::LaunchConfig {
   int tp = 2;                     ///< N for tensor parallelism (divides the heads)
   int pp = 2;                     ///< N for the pipeline (divides the blocks)
   int micro_batches = 4;          ///< M of the pipeline's losses and timeline (the bubble also runs M = 1, 2, 4, 8)
@@ -35,8 +36,6 @@ struct Config {
   uint64_t seed = 42;             ///< initial weights and batches
   std::string data_dir;           ///< --data-dir ("" = $SPEEDLABS_DATA_DIR, then data/ in the checkout)
   std::string plots_dir;          ///< --plots: write the pipeline's timelines (SVG) here ("" = none)
-  std::string worker_program;     ///< the program mpirun starts ("" = this program)
-  double timeout_s = 900;         ///< a job that runs longer is ended, with every worker
 };
 
 /// The lab's knobs, each once. --quick trains a narrower model for fewer steps.

@@ -8,6 +8,7 @@ import os
 import pathlib
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import lab_list  # scripts/driver/lab_list.py, beside this file
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
+CHARTS = ROOT / "docs" / "images"
 
 
 def lab_folders():
@@ -56,9 +58,15 @@ def refresh(build, only):
         program = build / "bin" / f"lab{number}"
         if not program.exists():
             sys.exit(f"lab_pages: {program} not found: build first (./lab build)")
+        # The flags as the program's --help gives them: the lab page's flag list comes from here, not from a copy.
+        usage = subprocess.run([str(program), "--help"], capture_output=True, text=True, timeout=60)
+        flags = flag_list(usage.stdout)
         with tempfile.TemporaryDirectory() as tmp:
-            json_path = pathlib.Path(tmp) / "report.json"
+            json_path, drawn = pathlib.Path(tmp) / "report.json", pathlib.Path(tmp) / "charts"
             argv = [str(program), "--quick", "--json", str(json_path)]
+            if chart_flag(flags):  # the lesson's charts come from this run, never from another
+                drawn.mkdir()
+                argv += [chart_flag(flags), str(drawn)]
             print(f"lab_pages: lab {number}: {' '.join(argv[:2])} --json ...", flush=True)
             started = datetime.datetime.now(datetime.timezone.utc)
             load_before = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
@@ -71,12 +79,16 @@ def refresh(build, only):
                 print(f"lab_pages: lab {number} exited with {run.returncode}:\n{run.stderr[-2000:]}", file=sys.stderr)
                 continue
             report = json.loads(json_path.read_text())
-        # The flags as the program's --help gives them: the lab page's flag list comes from here, not from a copy.
-        usage = subprocess.run([str(program), "--help"], capture_output=True, text=True, timeout=60)
-        report["flags"] = flag_list(usage.stdout)
+            charts = keep_charts(number, drawn) if chart_flag(flags) else {}
+            if chart_flag(flags) and not charts:
+                failed.append(number)
+                print(f"lab_pages: lab {number} drew no chart under {chart_flag(flags)} (is gnuplot installed? "
+                      "./lab setup installs it)", file=sys.stderr)
+                continue
+        report["flags"] = flags
         report["run"] = {"command": f"build/bin/lab{number} --quick --json", "exit_code": run.returncode,
                          "date": started.strftime("%Y-%m-%d"), "seconds": round(seconds, 1), **machine,
-                         "load_average_before": load_before, **provenance(number)}
+                         "load_average_before": load_before, **provenance(number), "charts": charts}
         report["run"]["content_sha256"] = content_checksum(report)
         target = RESULTS / f"lab{number}.json"
         partial = target.with_suffix(".json.partial")
@@ -85,6 +97,48 @@ def refresh(build, only):
         print(f"lab_pages: wrote {target.relative_to(ROOT)} ({seconds:.0f} s, exit {run.returncode})", flush=True)
     if failed:
         sys.exit(f"lab_pages: no report from lab(s) {', '.join(failed)}")
+
+
+def chart_flag(flags):
+    """The flag under which a lab program draws its SVG charts into a folder (its help names one), or None."""
+    return next((name for name, words in flags if ".svg" in words), None)
+
+
+def chart_name(number, drawn):
+    """A chart's name in docs/images: the program's own, with the lab's prefix where it has none."""
+    return drawn if drawn.startswith(f"lab{number}_") else f"lab{number}_{drawn}"
+
+
+def keep_charts(number, folder):
+    """Copies each SVG the run drew in @p folder into docs/images (atomically, one by one); {name: its SHA-256},
+    which the kept run records, so that a chart from any other run fails the docs check (chart_problems)."""
+    CHARTS.mkdir(parents=True, exist_ok=True)
+    kept = {}
+    for drawn in sorted(folder.glob("*.svg")):
+        name = chart_name(number, drawn.name)
+        partial = CHARTS / (name + ".partial")
+        shutil.copyfile(drawn, partial)
+        partial.replace(CHARTS / name)
+        kept[name] = hashlib.sha256((CHARTS / name).read_bytes()).hexdigest()
+    return kept
+
+
+def chart_problems():
+    """Sentences, one per chart of docs/images that is not what a kept run drew: changed or missing since, or
+    drawn by no kept run at all (a chart committed by hand, from some other run)."""
+    problems, drawn = [], {}
+    for path in sorted(RESULTS.glob("lab[0-9][0-9].json")):
+        for name, digest in json.loads(path.read_text(encoding="utf-8")).get("run", {}).get("charts", {}).items():
+            drawn[name] = path.stem[3:]
+            chart = CHARTS / name
+            if not chart.exists() or hashlib.sha256(chart.read_bytes()).hexdigest() != digest:
+                problems.append(f"docs/images/{name} is not the chart the kept run docs/results/{path.name} drew: "
+                                f"redraw it with {refresh_command(path.stem[3:])}")
+    for chart in sorted(CHARTS.glob("*.svg")) if CHARTS.is_dir() else []:
+        if chart.name not in drawn:
+            problems.append(f"docs/images/{chart.name}: no kept run drew it; a chart shows a kept run's numbers "
+                            "(a lab that draws it takes --plots, and the refresh keeps what it drew)")
+    return problems
 
 
 def flag_list(usage):

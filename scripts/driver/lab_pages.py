@@ -43,8 +43,8 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from claims_ledger import claims_ledger, ledger_problems  # noqa: E402
 from speedrun_records import speedrun_records  # noqa: E402
-from kept_runs import (RESULTS, ROOT, edited_runs, fingerprint, fingerprint_roots, lab_folders, refresh,  # noqa: E402
-                       stale_runs)
+from kept_runs import (RESULTS, ROOT, chart_problems, edited_runs, fingerprint, fingerprint_roots,  # noqa: E402
+                       lab_folders, refresh, stale_runs)
 from page_figures import figure_problems  # noqa: E402
 from page_render import render, render_problems, sources, target  # noqa: E402
 from page_markdown import OBSERVE_HEADING, flags_section, observe_table_ids, prose, results_section  # noqa: E402,F401
@@ -218,12 +218,13 @@ def link_problems(page):
 
 
 def check():
-    """The docs' preconditions: fresh kept runs, placeholders that resolve, a ledger naming real ids."""
+    """The docs' preconditions: fresh kept runs and the charts they drew, placeholders that resolve, a ledger
+    naming real ids."""
     if not RESULTS.is_dir():  # a release: its kept runs (the reference's measurements) are left out
         sys.exit("lab_pages: this copy has no kept runs (docs/results/: a release leaves them out, they hold the "
                  "reference's measurements), so the HTML docs are not built here: each lesson is its lab's "
                  "README.md (labs/NN_topic/README.md)")
-    problems = stale_runs() + edited_runs() + figures(doc_pages()) + render_problems()
+    problems = stale_runs() + edited_runs() + chart_problems() + figures(doc_pages()) + render_problems()
     for page in doc_pages():
         problems += question_problems(page) + link_problems(page)
     problems += ledger_problems()

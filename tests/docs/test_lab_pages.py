@@ -198,6 +198,36 @@ class ScratchCopy(unittest.TestCase):
         (self.root / "labs" / "01_demo" / "experiment.cpp").write_text("int answer() { return 43; }\n")
         self.assertIn("./lab docs --refresh-results 01", self.lab_pages("check").stderr)
 
+    def test_a_chart_is_the_kept_runs_own_or_the_check_fails(self):
+        """A program whose help names an .svg draws its charts during the refresh, into docs/images, and the kept
+        run records each one's hash: a chart drawn by no kept run, or changed after it, fails the check."""
+        program = self.root / "build" / "bin" / "lab01"
+        program.parent.mkdir(parents=True)
+        report = json.loads((self.root / "docs" / "results" / "lab01.json").read_text(encoding="utf-8"))
+        del report["run"]
+        usage = USAGE + "  --plots TEXT                write lab01_steps.svg here (gnuplot)\n"
+        program.write_text("#!" + sys.executable + "\nimport json, pathlib, sys\n"
+                           f"if '--help' in sys.argv: print({usage!r}); sys.exit(0)\n"
+                           "folder = pathlib.Path(sys.argv[sys.argv.index('--plots') + 1])\n"
+                           "(folder / 'lab01_steps.svg').write_text('<svg>1.0 ms</svg>')\n"
+                           f"open(sys.argv[sys.argv.index('--json') + 1], 'w').write(json.dumps({report!r}))\n")
+        program.chmod(0o755)
+        images = self.root / "docs" / "images"
+        images.mkdir(parents=True)
+        (images / "lab01_by_hand.svg").write_text("<svg>9.9 ms</svg>")
+        result = self.lab_pages("check")
+        self.assertIn("docs/images/lab01_by_hand.svg: no kept run drew it", result.stderr)
+        (images / "lab01_by_hand.svg").unlink()
+        refreshed = self.lab_pages("refresh", "--build", str(self.root / "build"), "01")
+        self.assertEqual(refreshed.returncode, 0, refreshed.stderr)
+        self.assertEqual((images / "lab01_steps.svg").read_text(), "<svg>1.0 ms</svg>")
+        self.assertEqual(self.lab_pages("check").returncode, 0, self.lab_pages("check").stderr)
+        (images / "lab01_steps.svg").write_text("<svg>0.5 ms</svg>")
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("docs/images/lab01_steps.svg is not the chart the kept run docs/results/lab01.json drew",
+                      result.stderr)
+
     def test_a_lab_depends_on_the_labs_whose_exercise_it_runs(self):
         folder = self.root / "labs" / "02_next"
         folder.mkdir()

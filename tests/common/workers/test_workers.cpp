@@ -77,14 +77,45 @@ TEST(WorkersFaults, TravelAsJson) {
 }
 
 TEST(WorkersLaunch, RejectsWhatCannotStartBeforeAnyWorkerDoes) {
+  using speedlabs::workers::LaunchConfig;
+  using speedlabs::workers::validate_batch_split;
   using speedlabs::workers::validate_launch;
-  EXPECT_THROW(validate_launch(1, 16, "", "cpu"), speedlabs::UsageError);
-  EXPECT_THROW(validate_launch(3, 16, "", "cpu"), speedlabs::UsageError);
-  EXPECT_THROW(validate_launch(2, 16, "/nonexistent-hosts", "cpu"), speedlabs::UsageError);
-  EXPECT_NO_THROW(validate_launch(2, 16, "", "cpu"));
+  EXPECT_THROW(validate_launch(LaunchConfig{}, 1), speedlabs::UsageError);
+  EXPECT_THROW(validate_batch_split(16, 3), speedlabs::UsageError);
+  EXPECT_NO_THROW(validate_batch_split(16, 2));
+  LaunchConfig elsewhere;
+  elsewhere.hostfile = "/nonexistent-hosts";
+  EXPECT_THROW(validate_launch(elsewhere, 2), speedlabs::UsageError);
+  EXPECT_NO_THROW(validate_launch(LaunchConfig{}, 2));
 #ifndef SPEEDLABS_NCCL
-  EXPECT_THROW(validate_launch(2, 16, "", "cuda"), speedlabs::UsageError) << "no NCCL path in this build";
+  LaunchConfig gpus;
+  gpus.device = "cuda";
+  EXPECT_THROW(validate_launch(gpus, 2), speedlabs::UsageError) << "no NCCL path in this build";
 #endif
+}
+
+// Every setting of a lab's run reaches its job's Launch: no lab leaves a limit at its default.
+TEST(WorkersLaunch, LaunchOfPassesEverySettingOn) {
+  speedlabs::workers::LaunchConfig settings;
+  settings.device = "cuda";
+  settings.hostfile = "hosts";
+  settings.worker_program = "/bin/worker";
+  settings.mpirun = "/opt/mpirun";
+  settings.timeout_s = 42;
+  settings.stall = {/*warn_s=*/1, /*end_s=*/2};
+  settings.faults.kill_rank = 1;
+  const auto launch = speedlabs::workers::launch_of(settings, 3, "lab99 worker", "3-worker job");
+  EXPECT_EQ(launch.workers, 3);
+  EXPECT_EQ(launch.device, "cuda");
+  EXPECT_EQ(launch.hostfile, "hosts");
+  EXPECT_EQ(launch.program, "/bin/worker");
+  EXPECT_EQ(launch.mpirun, "/opt/mpirun");
+  EXPECT_EQ(launch.timeout_s, 42);
+  EXPECT_EQ(launch.stall.warn_s, 1);
+  EXPECT_EQ(launch.stall.end_s, 2);
+  EXPECT_EQ(launch.faults.kill_rank, 1);
+  EXPECT_EQ(launch.who, "lab99 worker");
+  EXPECT_EQ(launch.name, "3-worker job");
 }
 
 TEST(WorkersHarness, SplitsABatchOnlyEvenly) {
