@@ -291,8 +291,8 @@ def outside_verdict(run, e):
 
 def apply_outside_timing(run, e):
     """A speed exercise timed outside the student's process (RUN_DIR/timed/LabNN_<name>, written by the grader:
-    grader/outside_timing.py): its verdict takes the place of the score the graded test measured inside
-    that process, whose code can bend its own clock."""
+    grader/outside_timing.py): its verdict takes the place of the graded test inside that process, whose code can
+    bend its own clock (./lab grade does not run that test; ./lab check, which times nothing outside, does)."""
     try:
         lines = (Path(run) / "timed" / f"Lab{e.lab}_{e.name}").read_text(errors="replace").splitlines()
     except OSError:
@@ -303,6 +303,7 @@ def apply_outside_timing(run, e):
     if word == "score" and not e.failed:
         share, _, how = why.partition(" ")
         e.scores, e.undecided = [(f"{test} {how}", min(1.0, max(0.0, float(share))))], []
+        e.passed = max(e.passed, 1)  # a score comes only after the timed calls' outputs were checked right
     elif word == "undecided" and not e.failed:
         e.scores, e.undecided = [], [(test, why)]
     elif word in ("failed", "error"):

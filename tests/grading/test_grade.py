@@ -196,6 +196,26 @@ class CannotBeFooled(unittest.TestCase):
         self.assert_scores_zero("sum_squares_unrolled_speed", f"start {TOKEN}\nscore {TOKEN} 1.0\nend {TOKEN} passed\n",
                                 "raced outside your process")
 
+    def test_speed_timed_outside_alone_scores_where_the_test_did_not_run(self):
+        # ./lab grade runs no speed test inside the student's process where it times that exercise outside.
+        del self.run.cases["Lab01_sum_squares_unrolled_speed.Works"]
+        (self.run.dir / "ends" / "Lab01_sum_squares_unrolled_speed.Works").unlink()
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["score"], 0, "nothing timed: nothing earned")
+        timed = self.run.dir / "timed"
+        timed.mkdir()
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("score 1.000 (0.98 of the best's speed)\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["score"], MAX["sum_squares_unrolled_speed"])
+        self.assertIn("timed outside your process", tests["sum_squares_unrolled_speed"]["output"])
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("undecided other programs used 0.90 of a core\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["max_score"], 0)
+        (timed / "Lab01_sum_squares_unrolled_speed").write_text("failed a timed result is wrong\n")
+        tests = self.run.grade()
+        self.assertEqual(tests["sum_squares_unrolled_speed"]["score"], 0)
+        self.assertIn("a timed result is wrong", tests["sum_squares_unrolled_speed"]["output"])
+
     def test_a_lab_named_twice_is_graded_once(self):
         tests = self.run.grade(labs=("01", "01"))
         with open(self.run.dir / "out/results.json") as handle:
