@@ -131,6 +131,9 @@ endfunction()
 if(SPEEDLABS_TESTS)
   add_library(speedlabs_test_main STATIC "${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp")
   target_link_libraries(speedlabs_test_main PUBLIC GTest::gtest)
+  # The tests on libtorch link this too: their objects get it whole (common/precision.h, prepare_vector_math).
+  add_library(speedlabs_prepared_vector_math OBJECT "${PROJECT_SOURCE_DIR}/tests/support/prepared_vector_math.cpp")
+  target_link_libraries(speedlabs_prepared_vector_math PUBLIC speedlabs_common GTest::gtest)
 endif()
 
 #   speedlabs_add_gtest(name SOURCES ... [LIBS ...] [LABELS ...] [POINTS tests/labNN/points.tsv])
@@ -310,11 +313,12 @@ function(speedlabs_add_lab)
   endif()
 
   if(SPEEDLABS_TESTS)
+    set(torch_tests speedlabs_prepared_vector_math)
     if(LAB_TESTS)
-      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} LABELS ${label})
+      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} ${torch_tests} LABELS ${label})
     endif()
     if(LAB_GPU_TESTS)
-      speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} ${earlier}
+      speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} ${earlier} ${torch_tests}
                           LABELS "${label};gpu")
     endif()
     if(LAB_GRADED_TESTS)
@@ -336,7 +340,7 @@ function(speedlabs_add_lab)
           list(APPEND earlier_reference lab${id}_core lab${id}_exercise_reference)
         endif()
       endforeach()
-      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference}
+      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference} ${torch_tests}
                           LABELS "${label};graded" POINTS tests/${label}/points.tsv)
       # The outside check (tests/support/checked.h), where tests/labNN/checked.cpp exists: the same objects
       # as the graded tests. Its self-check on this build: the outputs read back equal, a changed byte caught.

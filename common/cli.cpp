@@ -13,6 +13,7 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
+#include "common/precision.h"
 #include "common/predictions.h"
 #include "common/process.h"
 
@@ -126,6 +127,7 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
 
   const std::string me = "lab" + info.number;
   exit_on_stop_signals();
+  prepare_vector_math();
   try {
     return run_and_report(info, flags, run);
   } catch (const UsageError& e) {

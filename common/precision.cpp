@@ -1,6 +1,7 @@
 #include "common/precision.h"
 
 #include <ATen/Context.h>
+#include <torch/types.h>
 
 namespace speedlabs {
 
@@ -34,5 +35,10 @@ MatmulPrecisionScope::MatmulPrecisionScope(const std::string& torch_name) : prev
 }
 
 MatmulPrecisionScope::~MatmulPrecisionScope() { at::globalContext().setFloat32MatmulPrecision(previous_); }
+
+void prepare_vector_math() {
+  // One element: too small for libtorch to split, so the library's first call runs here, on one thread.
+  torch::ones({1}).exp();
+}
 
 }  // namespace speedlabs

@@ -96,18 +96,7 @@ void validate_batch_split(int64_t batch, int workers) {
 }
 
 Launch launch_of(const LaunchConfig& settings, int workers, std::string who, std::string name) {
-  Launch launch;
-  launch.workers = workers;
-  launch.program = settings.worker_program;
-  launch.mpirun = settings.mpirun;
-  launch.hostfile = settings.hostfile;
-  launch.timeout_s = settings.timeout_s;
-  launch.stall = settings.stall;
-  launch.who = std::move(who);
-  launch.name = std::move(name);
-  launch.device = settings.device;
-  launch.faults = settings.faults;
-  return launch;
+  return Launch{settings, workers, std::move(who), std::move(name)};
 }
 
 void validate_launch(const LaunchConfig& settings, int workers) {
@@ -141,7 +130,7 @@ Launched launch_mpi_job(const Launch& launch, const nlohmann::json& job) {
                                 {"workers", told_workers},
                                 {"faults", launch.faults},
                                 {"out_path", out_path.string()}};
-  std::string program = launch.program;
+  std::string program = launch.worker_program;
   if (program.empty()) {
     std::error_code error;
     program = std::filesystem::read_symlink("/proc/self/exe", error).string();

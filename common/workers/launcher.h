@@ -14,20 +14,6 @@
 
 namespace speedlabs::workers {
 
-/// How to start one job.
-struct Launch {
-  int workers = 2;      ///< N, the processes mpirun starts
-  std::string program;  ///< the worker program ("" = this program, /proc/self/exe), run as PROGRAM --worker SPEC
-  std::string mpirun = "mpirun";  ///< the MPI launcher, looked up on PATH
-  std::string hostfile;           ///< an mpirun host file ("" = this machine, every socket on the loopback interface)
-  double timeout_s = 900;         ///< the job is ended, with every worker, after this long
-  StallLimits stall;              ///< ... or once a worker's heartbeat stopped for this long (heartbeat.h)
-  std::string who;                ///< how a worker names itself in its error line, e.g. "lab11 worker" (run_mpi_worker)
-  std::string name;               ///< the job in messages, e.g. "2-worker job"
-  std::string device = "cpu";     ///< "cpu" (gradients over MPI) or "cuda" (one GPU per worker, gradients over NCCL)
-  FaultPlan faults;               ///< deliberate faults, for the tests of the fault handling only
-};
-
 /// What rank 0 wrote, and how busy the machine was meanwhile.
 struct Launched {
   nlohmann::json result;  ///< rank 0's JSON
@@ -46,6 +32,13 @@ struct LaunchConfig {
   double timeout_s = 900;         ///< a job that runs longer is ended, with every worker
   StallLimits stall;              ///< ... as is one with a worker whose heartbeat stopped (heartbeat.h)
   FaultPlan faults;               ///< deliberate faults, for the tests of the fault handling only
+};
+
+/// How to start one job: the run's launch settings, and this job's size and names.
+struct Launch : LaunchConfig {
+  int workers = 2;   ///< N, the processes mpirun starts
+  std::string who;   ///< how a worker names itself in its error line, e.g. "lab11 worker" (run_mpi_worker)
+  std::string name;  ///< the job in messages, e.g. "2-worker job"
 };
 
 /// Rejects a job the launcher cannot start, before any worker does (speedlabs::UsageError): fewer than two

@@ -48,6 +48,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "common/precision.h"
 #include "tests/support/checked.h"
 
 namespace speedlabs::checked {
@@ -457,6 +458,7 @@ int raced_command(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  speedlabs::prepare_vector_math();
   const std::vector<std::string> args(argv + 1, argv + argc);
   const auto exercises = speedlabs::checked::exercises();
   if (args.size() == 1 && args[0] == "list") {

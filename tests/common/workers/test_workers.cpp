@@ -108,7 +108,7 @@ TEST(WorkersLaunch, LaunchOfPassesEverySettingOn) {
   EXPECT_EQ(launch.workers, 3);
   EXPECT_EQ(launch.device, "cuda");
   EXPECT_EQ(launch.hostfile, "hosts");
-  EXPECT_EQ(launch.program, "/bin/worker");
+  EXPECT_EQ(launch.worker_program, "/bin/worker");
   EXPECT_EQ(launch.mpirun, "/opt/mpirun");
   EXPECT_EQ(launch.timeout_s, 42);
   EXPECT_EQ(launch.stall.warn_s, 1);
