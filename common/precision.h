@@ -47,11 +47,13 @@ class MatmulPrecisionScope {
 /// The current float32 matmul precision as torch names it: "highest", "high" or "medium".
 std::string current_matmul_precision();
 
-/// Lets MKL's vector math library (libtorch's exp, log, erf, tanh... on a CPU) set itself up on this thread,
-/// before any op calls it from several threads at once. Without it, measured with libtorch 2.13 on the
-/// 2-core Intel Xeon VM: in about 1 process of 7, the first exp that ran on two threads computed the second
-/// thread's half with a relative error near 1e-4 (lab 09's first tiled backward, 3.8e-4 off in dv); with
-/// it, in none of 270. Every program of the project calls it first (run_lab, the tests' and checks' main).
+/// Lets MKL's vector math library (libtorch's exp, log, erf, tanh... on an x86 CPU) set itself up on this
+/// thread, before any op calls it from several threads at once. Without it, measured with libtorch 2.13 on
+/// the 2-core Intel Xeon VM: in 30 of 180 processes, the first exp that ran on two threads computed the
+/// second thread's half with a relative error near 1e-4 (lab 09's first tiled backward, 3.8e-4 off in dv);
+/// with it, in none of 270. Called before any experiment by run_lab (the lab programs), by each outside
+/// checker's main, and before any test by every GoogleTest program on libtorch (a test environment,
+/// tests/support/prepared_vector_math.cpp). The MPI workers of labs 10, 11 and 14 run one thread each.
 void prepare_vector_math();
 
 }  // namespace speedlabs

@@ -1,5 +1,5 @@
-// Linked into every test executable on libtorch: before any test runs, MKL's vector math library sets itself
-// up on one thread (speedlabs::prepare_vector_math in common/precision.h says why).
+// Linked into every lab's and common's test executables: before any test runs, MKL's vector math library sets
+// itself up on one thread (speedlabs::prepare_vector_math in common/precision.h says why).
 #include <gtest/gtest.h>
 
 #include "common/precision.h"
@@ -12,7 +12,6 @@ class PreparedVectorMath : public ::testing::Environment {
 };
 
 // Registered while the program starts, before main(); GoogleTest owns it.
-[[maybe_unused]] ::testing::Environment* const prepared =
-    ::testing::AddGlobalTestEnvironment(new PreparedVectorMath);
+[[maybe_unused]] ::testing::Environment* const prepared = ::testing::AddGlobalTestEnvironment(new PreparedVectorMath);
 
 }  // namespace
