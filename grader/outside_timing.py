@@ -39,6 +39,7 @@ import sandbox  # noqa: E402
 
 MAX_OUTPUT = 64 << 20  # bytes of outputs taken from the student's process
 ROUNDS, WARMUP_ROUNDS, ATTEMPTS = 9, 1, 3
+CLEAR_ROUNDS = 5  # an attempt may stop after this many timed rounds when every one of them earns the same share
 MAX_SPREAD, MAX_LOAD = 0.25, 0.5  # interquartile range over median; other programs' cores
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -234,10 +235,11 @@ def escaped(mine, inputs, cpus):
     return mine.cpu - cpus * mine.wall > (inputs.cpu - cpus * inputs.wall) + 0.2 * cpus * mine.wall + 0.05
 
 
-def measure(student, reference, name, budget, hidden, cpus, rounds=ROUNDS):
-    """One attempt: (the rounds' speed fractions, the rounds' other load in cores, "" or "failed|error why")."""
+def measure(student, reference, name, budget, hidden, cpus, rounds=ROUNDS, clear=lambda fractions, loads: False):
+    """One attempt: (the rounds' speed fractions, the rounds' other load in cores, "" or "failed|error why"). It
+    stops before @p rounds once clear(fractions, loads) says the timed rounds so far already decide."""
     sides = [("exercise", student), ("best", reference), ("inputs", reference)]
-    fractions, loads, escapes = [], [], 0
+    fractions, loads, escapes, done = [], [], 0, 0
     for number in range(WARMUP_ROUNDS + rounds):
         order = sides[number % 3:] + sides[:number % 3]
         seed = secrets.randbits(62)  # every side of the round on the same inputs: the best's outputs are the answer
@@ -253,13 +255,16 @@ def measure(student, reference, name, budget, hidden, cpus, rounds=ROUNDS):
         if wrong:
             return [], [], f"failed a timed result is wrong, so its speed earns nothing: {wrong}"
         escapes += escaped(runs["exercise"], runs["inputs"], len(cpus))
+        done += 1
         if number < WARMUP_ROUNDS:
             continue
         inputs = runs["inputs"].wall
         mine, best = runs["exercise"].wall - inputs, runs["best"].wall - inputs
         fractions.append(best / mine if mine > 0 else float("inf"))
         loads.append(max(max(0.0, r.busy - r.window_cpu) / r.wall for r in (runs["best"], runs["inputs"])))
-    if escapes * 2 > WARMUP_ROUNDS + rounds:
+        if clear(fractions, loads):
+            break
+    if escapes * 2 > done:
         return [], [], (f"failed your timed process used more than the {cpu_words(len(cpus))} it was given in most "
                         f"rounds (its CPU time well over its wall time): speed is compared on {cpu_words(len(cpus))} "
                         "a side")
@@ -283,6 +288,17 @@ def undecided_why(q1, q3, spread, load, full, zero, samples, cpus=1):
     return f"the {samples} scattered {spread:.0%} (interquartile range over median; at most {MAX_SPREAD:.0%} decides)"
 
 
+def clear_share(fractions, loads, full, zero, cpus):
+    """Whether the timed rounds so far decide the share beyond doubt: at least CLEAR_ROUNDS of them, and every one,
+    not only the middle half, earning all of the points or none even had the busiest round's other programs slowed
+    one side alone (undecided_why's widening). A result near a threshold runs every round."""
+    if len(fractions) < CLEAR_ROUNDS:
+        return False
+    load = max(loads)
+    slack = cpus / (cpus - load) if load < cpus else math.inf
+    return max(fractions) * slack <= zero or min(fractions) / slack >= full
+
+
 def quartiles(values):
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
     return q1, median, q3
@@ -300,7 +316,8 @@ def time_exercise(student, reference, name, full, zero, budget, hidden, cpus=1, 
         return f"undecided it is timed on {cpu_words(cpus)} a side, and this grader has {len(available)}"
     why = ""
     for attempt in range(1, attempts + 1):
-        fractions, loads, failed = measure(student, reference, name, budget, hidden, available[-cpus:], rounds)
+        fractions, loads, failed = measure(student, reference, name, budget, hidden, available[-cpus:], rounds,
+                                           lambda f, l: clear_share(f, l, full, zero, cpus))
         if failed:
             return failed
         q1, median, q3 = quartiles(fractions)
@@ -309,7 +326,7 @@ def time_exercise(student, reference, name, full, zero, budget, hidden, cpus=1, 
         why = undecided_why(q1, q3, spread, load, full, zero, "rounds", cpus)
         if not why:
             share = 0.0 if not median > zero else min(1.0, (median - zero) / (full - zero))
-            return (f"score {share:.3f} ({median:.2f} of the best's speed, quartiles {q1:.2f}-{q3:.2f}, {rounds} "
+            return (f"score {share:.3f} ({median:.2f} of the best's speed, quartiles {q1:.2f}-{q3:.2f}, {len(fractions)} "
                     f"rounds, timed outside your process on {cpu_words(cpus)}; full points from {full:.2f}, none "
                     f"below {zero:.2f})")
         print(f"  {name}: attempt {attempt} of {attempts} could not decide: {why}", file=sys.stderr)
@@ -355,8 +372,9 @@ def selftest(program):
         changed[-5] ^= 0x40  # the last output's highest byte (little-endian), before "end\n"
         if not check(program, name, Run(outputs=bytes(changed), seed=run.seed), run):  # against outputs handed over
             problems.append(f"{name}: a changed timed output passed its check")
-        # The plumbing, not a grade: three rounds, one attempt (a grade takes 9 rounds, up to 3 attempts). The
-        # reference against itself may not decide on a busy machine either way.
+        # The plumbing, not a grade: three rounds, one attempt (a grade takes up to 9 rounds, 5 when every one of
+        # them earns the same share, up to 3 attempts). The reference against itself may not decide on a busy
+        # machine either way.
         verdict = time_exercise(program, program, name, full, zero, 300, (), cpus, rounds=3, attempts=1)
         print(f"{name}: {verdict}")
         if not verdict.startswith(("score", "undecided")):

@@ -43,6 +43,7 @@ class Exercise:
     undecided: list = field(default_factory=list)  # (test name, why): a speed test that could not decide
     build: str = "built"  # how its graded tests' build ended (build_outcome): built, compile_error, ...
     gpu: bool = False  # needs a GPU (points.tsv's needs column): graded only where checked outside the student
+    outside_only: bool = False  # its only pass is the outside timing's checked score (no test of it ran inside)
 
     @property
     def status(self):
@@ -303,6 +304,7 @@ def apply_outside_timing(run, e):
     if word == "score" and not e.failed:
         share, _, how = why.partition(" ")
         e.scores, e.undecided = [(f"{test} {how}", min(1.0, max(0.0, float(share))))], []
+        e.outside_only = e.passed == 0
         e.passed = max(e.passed, 1)  # a score comes only after the timed calls' outputs were checked right
     elif word == "undecided" and not e.failed:
         e.scores, e.undecided = [], [(test, why)]
@@ -311,14 +313,20 @@ def apply_outside_timing(run, e):
         e.failed.append((test, why if word == "failed" else f"the outside timing could not run: {why}"))
 
 
+def tests_passed(e):
+    """"N tests passed", or what passed where the exercise's only test ran outside the student's process."""
+    if e.outside_only:
+        return "its outputs checked and its speed measured outside your process"
+    return f"{e.passed} test{'s' if e.passed > 1 else ''} passed"
+
+
 def message(e):
     """The line that says how exercise @p e ended and, when it failed, what to read."""
     if e.status == "passed" and e.scores:
         test, score = min(e.scores, key=lambda t: t[1])
-        return (f"{e.passed} test{'s' if e.passed > 1 else ''} passed; speed against this machine's best: "
-                f"{score:.0%} of the points ({test})")
+        return f"{tests_passed(e)}; speed against this machine's best: {score:.0%} of the points ({test})"
     if e.status == "passed":
-        return f"{e.passed} test{'s' if e.passed > 1 else ''} passed"
+        return tests_passed(e)
     if e.status == "undecided":
         test, why = e.undecided[0]
         return (f"{test}: the speed measurement could not decide after its retries ({why}): not scored on this "

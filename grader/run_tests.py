@@ -188,8 +188,9 @@ def main(argv):
     for name in [n for lab in labs for n in list_tests(sandbox.lab_copy(build, lab), lab)]:
         lab = name[3:5]
         binaries = sorted(sandbox.lab_copy(build, lab).glob(f"labs/{lab}_*/test_lab{lab}_graded"))
-        if binaries and name.split(".")[0] in budgets and name.split(".")[0] not in outside:
-            tests.append((binaries[0], name, budgets[name.split(".")[0]]))
+        suite_name = name.split(".")[0]
+        if binaries and suite_name in budgets and suite_name not in outside:
+            tests.append((binaries[0], name, budgets[suite_name]))
     (run_dir / "ends").mkdir(parents=True, exist_ok=True)
     suite = ET.Element("testsuite", name="graded", tests=str(len(tests)))
 

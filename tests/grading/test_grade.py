@@ -208,6 +208,9 @@ class CannotBeFooled(unittest.TestCase):
         tests = self.run.grade()
         self.assertEqual(tests["sum_squares_unrolled_speed"]["score"], MAX["sum_squares_unrolled_speed"])
         self.assertIn("timed outside your process", tests["sum_squares_unrolled_speed"]["output"])
+        # No test ran inside: the row says what passed, never "1 test passed".
+        self.assertIn("measured outside your process", tests["sum_squares_unrolled_speed"]["output"])
+        self.assertNotIn("test passed", tests["sum_squares_unrolled_speed"]["output"])
         (timed / "Lab01_sum_squares_unrolled_speed").write_text("undecided other programs used 0.90 of a core\n")
         tests = self.run.grade()
         self.assertEqual(tests["sum_squares_unrolled_speed"]["max_score"], 0)

@@ -99,9 +99,26 @@ class Verdicts(unittest.TestCase):
         timings = Timings(exercise=0.3, best=0.3)
         verdict(timings)
         rounds = [timings.seeds[i:i + 3] for i in range(0, len(timings.seeds), 3)]
-        self.assertEqual(len(rounds), outside_timing.WARMUP_ROUNDS + outside_timing.ROUNDS)
+        self.assertEqual(len(rounds), outside_timing.WARMUP_ROUNDS + outside_timing.CLEAR_ROUNDS)
         self.assertTrue(all(len(set(seeds)) == 1 for seeds in rounds), rounds)
         self.assertEqual(len({seeds[0] for seeds in rounds}), len(rounds))
+
+    def test_a_clear_result_stops_early_and_one_near_a_threshold_runs_every_round(self):
+        # Every round at the best's speed (full points from 0.5): decided after CLEAR_ROUNDS timed rounds.
+        timings = Timings(exercise=0.3, best=0.3)
+        got = verdict(timings)
+        self.assertIn(f"{outside_timing.CLEAR_ROUNDS} rounds", got)
+        self.assertEqual(timings.calls, 3 * (outside_timing.WARMUP_ROUNDS + outside_timing.CLEAR_ROUNDS))
+        # 0.38 of its speed, between the thresholds: the share needs the median of every round.
+        timings = Timings(exercise=0.5, best=0.3125)
+        got = verdict(timings)
+        self.assertTrue(got.startswith("score 0.500 (0.38"), got)
+        self.assertIn(f"{outside_timing.ROUNDS} rounds", got)
+        # One timed round (calls 7-9) slower than the zero threshold's speed: full speed in the others does not
+        # stop the attempt early.
+        timings = Timings(exercise=lambda n: 1.5 if n in (7, 8, 9) else 0.3, best=0.3)
+        verdict(timings)
+        self.assertEqual(timings.calls, 3 * (outside_timing.WARMUP_ROUNDS + outside_timing.ROUNDS))
 
     def test_a_job_timed_on_two_cpus_may_use_both(self):
         # A job of two workers, each on a CPU of its own: twice the wall time in CPU is no escape, and every side
