@@ -131,7 +131,8 @@ endfunction()
 if(SPEEDLABS_TESTS)
   add_library(speedlabs_test_main STATIC "${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp")
   target_link_libraries(speedlabs_test_main PUBLIC GTest::gtest)
-  # The tests on libtorch link this too: their objects get it whole (common/precision.h, prepare_vector_math).
+  # Every test program links this too (speedlabs_add_gtest): its MKL vector math is set up on one thread before
+  # any test runs (common/precision.h, prepare_vector_math); an OBJECT library, so its test environment is kept.
   add_library(speedlabs_prepared_vector_math OBJECT "${PROJECT_SOURCE_DIR}/tests/support/prepared_vector_math.cpp")
   target_link_libraries(speedlabs_prepared_vector_math PUBLIC speedlabs_common GTest::gtest)
 endif()
@@ -143,7 +144,7 @@ function(speedlabs_add_gtest name)
   cmake_parse_arguments(T "" "POINTS" "SOURCES;LIBS;LABELS" ${ARGN})
   list(TRANSFORM T_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/")
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE ${T_LIBS} speedlabs_test_main GTest::gtest)
+  target_link_libraries(${name} PRIVATE ${T_LIBS} speedlabs_prepared_vector_math speedlabs_test_main GTest::gtest)
   speedlabs_use_pch(${name})
   # A skip is what GoogleTest recorded (GTEST_SKIP(): the test main exits 77, SKIP_RETURN_CODE), never a
   # line of output. gtest_discover_tests also gives every test SKIP_REGULAR_EXPRESSION "[  SKIPPED ]",
@@ -313,12 +314,11 @@ function(speedlabs_add_lab)
   endif()
 
   if(SPEEDLABS_TESTS)
-    set(torch_tests speedlabs_prepared_vector_math)
     if(LAB_TESTS)
-      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} ${torch_tests} LABELS ${label})
+      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} LABELS ${label})
     endif()
     if(LAB_GPU_TESTS)
-      speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} ${earlier} ${torch_tests}
+      speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} ${earlier}
                           LABELS "${label};gpu")
     endif()
     if(LAB_GRADED_TESTS)
@@ -340,7 +340,7 @@ function(speedlabs_add_lab)
           list(APPEND earlier_reference lab${id}_core lab${id}_exercise_reference)
         endif()
       endforeach()
-      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference} ${torch_tests}
+      speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference}
                           LABELS "${label};graded" POINTS tests/${label}/points.tsv)
       # The outside check (tests/support/checked.h), where tests/labNN/checked.cpp exists: the same objects
       # as the graded tests. Its self-check on this build: the outputs read back equal, a changed byte caught.

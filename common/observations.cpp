@@ -83,11 +83,7 @@ bool holds_anywhere_inside(const std::function<bool(double)>& rule, double low, 
 }  // namespace
 
 Evidence ratio_evidence(const Interleaved& timing, size_t i, size_t j) {
-  Evidence evidence;
-  evidence.value = timing.ratio(i, j);
-  evidence.contention = timing.contention;
-  evidence.load = LoadEffect::ratio;
-  return evidence;
+  return {timing.ratio(i, j), timing.contention, LoadEffect::ratio};
 }
 
 Verdict decide_verdict(const Evidence& evidence, const std::function<bool(double)>& rule, std::string& reason) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/contention.h"
@@ -51,14 +52,22 @@ enum class LoadEffect {
 /// "unknown", "ratio", "time", "rate".
 std::string load_effect_name(LoadEffect load);
 
-/// What a timed verdict rests on.
+/// What a timed verdict rests on. It has no default: whoever measures the value names how a busy machine can
+/// have moved it, so a busy run decides every claim its load cannot flip, and LoadEffect::unknown is a choice
+/// written where the value is made, never a field forgotten.
 struct Evidence {
+  /// @param value      the samples of the quantity the claim is decided on
+  /// @param contention how busy the machine was while they were measured
+  /// @param load       how that load can have moved the value
+  Evidence(Summary value, Contention contention, LoadEffect load)
+      : value(std::move(value)), contention(std::move(contention)), load(load) {}
+
   Summary value;              ///< the samples of the quantity the claim is decided on (e.g. per-round ratios)
   Contention contention;      ///< how busy the machine was while they were measured
+  LoadEffect load;            ///< how a busy machine can have moved the value
   std::vector<Bound> bounds;  ///< limits every number derived from them must respect
   double max_spread = 0.25;   ///< above this relative interquartile range only every sample together decides
   int min_samples = 3;        ///< fewer samples have no spread worth the name
-  LoadEffect load = LoadEffect::unknown;  ///< how a busy machine can have moved the value
   /// {"value": summary, "contention": ..., "bounds": [...], "max_spread", "min_samples", "load"}
   nlohmann::json to_json() const;
 };

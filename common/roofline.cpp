@@ -56,9 +56,7 @@ std::vector<Bound> roofline_bounds(const Roofline& roofline) {
 }
 
 Evidence roof_evidence(const Roofline& roofline, RoofSide side) {
-  Evidence e;
-  e.value = roofline.timings.sides[side].summary();
-  e.contention = roofline.timings.contention;
+  Evidence e(roofline.timings.sides[side].summary(), roofline.timings.contention, LoadEffect::time);
   return e;
 }
 
@@ -226,9 +224,7 @@ void observe_roofline(const Roofline& roofline, Report& report) {
     const auto& p = roofline.points[i];
     const bool memory_side = p.intensity() < peaks.ridge();
     const double of_peak = p.achieved_flops() / peaks.fp32_flops;
-    Evidence evidence;
-    evidence.value = roofline.timings.sides[kRoofSides + i].summary();
-    evidence.contention = roofline.timings.contention;
+    Evidence evidence(roofline.timings.sides[kRoofSides + i].summary(), roofline.timings.contention, LoadEffect::time);
     evidence.bounds = {bounds[i]};
     report.decide("roofline_" + p.id, p.what + ": where it sits on the roofline",
                   {{"flop_per_byte", p.intensity()},
@@ -248,10 +244,8 @@ void observe_roofline(const Roofline& roofline, Report& report) {
   }
   // Decided per round: the largest share of that round's matmul rate any elementwise op reached, held
   // against every op's point staying under the roof.
-  Evidence evidence;
-  evidence.value = roofline.elementwise_peak_share();
-  evidence.contention = roofline.timings.contention;
-  evidence.load = LoadEffect::ratio;  // an op's rate over the matmul's, both timed in the same round
+  Evidence evidence(roofline.elementwise_peak_share(), roofline.timings.contention,
+                    LoadEffect::ratio);  // an op's rate over the matmul's, both timed in the same round
   evidence.bounds = bounds;
   report.decide("elementwise_ops_are_memory_bound",
                 "GELU, layer norm, softmax and the AdamW update do a few FLOPs per byte: they sit left of the ridge "

@@ -56,11 +56,8 @@ const char* const kNames[kVariants] = {"(a) tensor-indexing loop", "(b) compiled
 // A speed ratio is decided from its per-round values, never from two medians taken at different moments; both
 // sides are CPU-bound, so a busy machine can have moved the ratio by at most its worst slowdown either way.
 speedlabs::Evidence evidence(const speedlabs::Summary& ratio, const speedlabs::Contention& contention) {
-  speedlabs::Evidence e;
-  e.value = ratio;
-  e.contention = contention;
+  speedlabs::Evidence e(ratio, contention, speedlabs::LoadEffect::ratio);
   e.bounds = {{"time ratio", ratio.median, 0.0, INFINITY}};  // a time is positive, so is a ratio of two
-  e.load = speedlabs::LoadEffect::ratio;
   return e;
 }
 

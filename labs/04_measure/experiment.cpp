@@ -70,10 +70,9 @@ void observe_first_call(const CpuResult& cpu, const std::optional<Variant>& gpu,
   // Decided on the CPU's samples: the first call over each warm one, so a busy machine cannot pass for a cold call.
   std::vector<double> first_over_warm;
   for (double ms : cpu.fp32.timing.samples_ms) first_over_warm.push_back(cpu.fp32.timing.first_ms / ms);
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(first_over_warm);
-  evidence.contention = cpu.fp32.timing.contention;
-  evidence.load = speedlabs::LoadEffect::ratio;  // a cold call against warm ones of the same CPU-bound forward
+  speedlabs::Evidence evidence(
+      speedlabs::summarize_samples(first_over_warm), cpu.fp32.timing.contention,
+      speedlabs::LoadEffect::ratio);  // a cold call against warm ones of the same CPU-bound forward
   report.decide(
       "first_call_slower_than_median",
       "the first call (cold) is slower than the median of the warm calls, on each device measured", warmup,

@@ -97,9 +97,8 @@ void print_gpu_tables(const Config& config, const c10::Device& device, const Gpu
 void decide_synchronize_trap(const Config& config, const GpuTimings& t, speedlabs::Report& report) {
   std::vector<double> unsynced_over_events;  // each unsynchronized reading against the device-event median
   for (double ms : t.unsynced.samples_ms) unsynced_over_events.push_back(ms / t.events.median_ms);
-  speedlabs::Evidence trap;
-  trap.value = speedlabs::summarize_samples(unsynced_over_events);
-  trap.contention = t.contention;
+  speedlabs::Evidence trap(speedlabs::summarize_samples(unsynced_over_events), t.contention,
+                           speedlabs::LoadEffect::unknown);  // GPU times: the CPU's reading bounds nothing there
   trap.max_spread = 1.0;  // queuing times scatter widely; the claim is a factor of 2 away, not a few percent
   report.decide("gpu_unsynced_time_is_misleading", kUnsyncedClaim,
                 {{"batch", config.large_batch},
@@ -177,9 +176,8 @@ void decide_kernels(const Config& config, const KernelTimings& k, speedlabs::Rep
   const double speedup = k.serial_t.median_ms / k.parallel_t.median_ms;
   std::vector<double> speedups;
   for (double ms : k.serial_t.samples_ms) speedups.push_back(ms / k.parallel_t.median_ms);
-  speedlabs::Evidence kernel;
-  kernel.value = speedlabs::summarize_samples(speedups);
-  kernel.contention = k.contention;
+  speedlabs::Evidence kernel(speedlabs::summarize_samples(speedups), k.contention,
+                             speedlabs::LoadEffect::unknown);  // GPU times: the CPU's reading bounds nothing there
   report.decide("gpu_parallel_kernel_vs_serial", kKernelSpeedClaim,
                 {{"n", config.kernel_n},
                  {"serial_median_ms", k.serial_t.median_ms},

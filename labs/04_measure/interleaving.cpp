@@ -134,10 +134,9 @@ void observe_interleaving(const Config& config, speedlabs::Report& report) {
   }
   at::set_num_threads(threads);
 
-  speedlabs::Evidence evidence = ratio_evidence(pair.ratio, probe.read());
   // The rule also rests on the one-after-the-other ratio, which another program can skew without bound: a busy
   // run decides nothing here.
-  evidence.load = speedlabs::LoadEffect::unknown;
+  speedlabs::Evidence evidence(pair.ratio, probe.read(), speedlabs::LoadEffect::unknown);
   const double sequential_error = std::abs(sequential - 1.0);
   report.decide("interleaving_resists_a_changing_load",
                 "a neighbour that starts computing halfway through skews a comparison timed one side after the other, "

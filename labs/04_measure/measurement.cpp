@@ -61,21 +61,15 @@ nlohmann::json timing_json(const speedlabs::TimingStats& t) {
 }
 
 speedlabs::Evidence timing_evidence(const speedlabs::TimingStats& t, const speedlabs::Contention& contention) {
-  speedlabs::Evidence e;
-  e.value = t.summary();
-  e.contention = contention;
+  speedlabs::Evidence e(t.summary(), contention, speedlabs::LoadEffect::time);
   e.bounds = {{"fastest call (ms)", t.min_ms, 0.0, t.median_ms},
               {"slowest call (ms)", t.max_ms, t.median_ms, INFINITY}};
-  e.load = speedlabs::LoadEffect::time;
   return e;
 }
 
 speedlabs::Evidence ratio_evidence(const speedlabs::Summary& ratio, const speedlabs::Contention& contention) {
-  speedlabs::Evidence e;
-  e.value = ratio;
-  e.contention = contention;
+  speedlabs::Evidence e(ratio, contention, speedlabs::LoadEffect::ratio);
   e.bounds = {{"time ratio", ratio.median, 0.0, INFINITY}};
-  e.load = speedlabs::LoadEffect::ratio;
   return e;
 }
 

@@ -213,9 +213,8 @@ void record_rates(const std::vector<ModeResult>& results, const std::map<Precisi
                   const Config& config, speedlabs::Report& report) {
   const double tokens_per_step = static_cast<double>(config.batch * config.seq);
   for (const auto& r : results) {
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::rate_of(timed_steps(r, config), tokens_per_step);
-    evidence.contention = r.contention;
+    speedlabs::Evidence evidence(speedlabs::rate_of(timed_steps(r, config), tokens_per_step), r.contention,
+                                 speedlabs::LoadEffect::rate);  // CPU-bound steps: a load only lowers the rate
     evidence.bounds = {speedlabs::positive_finite("tokens/s", r.tokens_per_s)};
     report.decide(
         "tokens_per_s_" + speedlabs::to_string(r.mode),
@@ -255,10 +254,8 @@ void record_tf32(const std::vector<ModeResult>& results, const Config& config, c
   // speed-up) and summarised over the timed steps, under the reading of the whole run.
   const speedlabs::Summary ratios = paired_step_ratios(*fp32, *tf32, config);
   const double speedup = ratios.median;
-  speedlabs::Evidence evidence;
-  evidence.value = ratios;
-  evidence.contention = fp32->contention;
-  evidence.load = speedlabs::LoadEffect::ratio;  // each pair of steps ran one right after the other
+  speedlabs::Evidence evidence(ratios, fp32->contention,
+                               speedlabs::LoadEffect::ratio);  // each pair of steps ran one right after the other
   evidence.bounds = {speedlabs::positive_finite("tf32 / fp32 tokens/s within a step (median)", speedup)};
   // The tiny model's matmuls are too small for tensor cores to matter, so there it is only reported.
   report.decide(
@@ -282,11 +279,9 @@ void record_first_step(const ModeResult& r, const Config& config, speedlabs::Rep
                           "one step trains no timed step to compare with (--steps 1)", false);
     return;
   }
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(ratios);
-  evidence.contention = r.contention;
+  // Both are CPU-bound steps of the same training.
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(ratios), r.contention, speedlabs::LoadEffect::ratio);
   evidence.bounds = {speedlabs::positive_finite("first / timed step", evidence.value.median)};
-  evidence.load = speedlabs::LoadEffect::ratio;  // both are CPU-bound steps of the same training
   report.decide(
       "first_step_slower_than_median", kFirstStepClaim,
       {{"mode", speedlabs::to_string(r.mode)},

@@ -60,10 +60,8 @@ void record_mfu(const std::vector<ModeResult>& results, const Config& config,
   }
   // The first mode's MFU at every timed step: its step rate scaled to FLOPs over its measured peak.
   const auto& first = results.front();
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::rate_of(timed_steps(first, config), flops / first_peak);
-  evidence.contention = first.contention;
-  evidence.load = speedlabs::LoadEffect::rate;
+  speedlabs::Evidence evidence(speedlabs::rate_of(timed_steps(first, config), flops / first_peak), first.contention,
+                               speedlabs::LoadEffect::rate);
   evidence.bounds = {{"MFU of " + speedlabs::to_string(first.mode) + " against its measured peak",
                       speedlabs::mfu(flops, first.median_ms / 1e3, first_peak), 0, 1 + kPeakTolerance}};
   report.decide(

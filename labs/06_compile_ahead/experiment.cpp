@@ -109,9 +109,8 @@ double observe_bf16_peak(const Config& config, const c10::Device& device, speedl
                               {"median_tflops", peak.median_tflops},
                               {"repeats", peak.time.samples_ms.size()}},
                          "relative error <= 1e-2", error <= 1e-2);
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::rate_of(peak.time.summary(), peak.flops / 1e12);
-  evidence.contention = peak.time.contention;
+  speedlabs::Evidence evidence(speedlabs::rate_of(peak.time.summary(), peak.flops / 1e12), peak.time.contention,
+                               speedlabs::LoadEffect::rate);
   evidence.bounds = {speedlabs::positive_finite("peak TFLOP/s", tflops)};
   o.evidence = evidence.to_json();
   std::cout << "bf16 matmul (" << config.matmul_size << "^3): " << flops_rate(tflops) << " at best, "

@@ -101,9 +101,9 @@ json to_json(const RungResult& r) {
 
 // The tokens/s of @p r, from its measured steps, with the machine's reading: a rate must be positive.
 speedlabs::Evidence rate_evidence(const RungResult& r) {
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::rate_of(r.step_ms, static_cast<double>(r.shape.batch * r.shape.seq));
-  evidence.contention = r.contention;
+  speedlabs::Evidence evidence(speedlabs::rate_of(r.step_ms, static_cast<double>(r.shape.batch * r.shape.seq)),
+                               r.contention,
+                               speedlabs::LoadEffect::rate);  // CPU-bound steps: a load only lowers the rate
   evidence.bounds = {speedlabs::positive_finite("tokens/s of " + r.name, r.tokens_per_s)};
   return evidence;
 }
@@ -124,9 +124,8 @@ speedlabs::Evidence mfu_evidence(const RungResult& r) {
 
 // tokens/s of @p faster over tokens/s of @p slower: slower's step times over faster's.
 speedlabs::Evidence speedup_evidence(const RungResult& faster, const RungResult& slower) {
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::ratio_of_sequential(slower.step_ms, faster.step_ms);
-  evidence.contention = speedlabs::busier(faster.contention, slower.contention);
+  speedlabs::Evidence evidence(speedlabs::ratio_of_sequential(slower.step_ms, faster.step_ms),
+                               speedlabs::busier(faster.contention, slower.contention), speedlabs::LoadEffect::ratio);
   evidence.bounds = {speedlabs::positive_finite("tokens/s of " + faster.name, faster.tokens_per_s),
                      speedlabs::positive_finite("tokens/s of " + slower.name, slower.tokens_per_s)};
   return evidence;

@@ -229,10 +229,7 @@ speedlabs::Evidence per_step(const StepMeasures& m, const std::function<double(d
                              speedlabs::LoadEffect load) {
   std::vector<double> values;
   for (double ms : m.step.samples_ms) values.push_back(of(ms));
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(values);
-  evidence.contention = m.step.contention;
-  evidence.load = load;
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(values), m.step.contention, load);
   return evidence;
 }
 
@@ -353,10 +350,7 @@ StepAccount observe_step_account(const std::vector<StepAccount>& accounts, const
     for (const auto& part : parts_of(a)) parts[part.id + "_share"] = part.ms / a.sum_ms();
     // Decided on each round's ratio, both sides of it timed in the same round; a load may have slowed either
     // side alone, so a busy machine widens the range by its worst slowdown both ways.
-    speedlabs::Evidence evidence;
-    evidence.value = speedlabs::summarize_samples(ratios);
-    evidence.contention = m.step.contention;
-    evidence.load = speedlabs::LoadEffect::ratio;
+    speedlabs::Evidence evidence(speedlabs::summarize_samples(ratios), m.step.contention, speedlabs::LoadEffect::ratio);
     evidence.bounds = {{"the matmuls' share of the measured matmul peak", matmul_share, 0, 1 + kPeakTolerance}};
     for (const auto& part : parts_of(a)) evidence.bounds.push_back({part.label + " (ms)", part.ms, 0, a.step_ms});
     report.decide(

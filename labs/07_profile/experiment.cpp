@@ -207,9 +207,7 @@ double observe_op_cost(const Config& config, const TraceOutcome& outcome, const 
   const auto per_repeat = [&](const std::function<double(double add_us)>& of) {
     std::vector<double> values;
     for (double ms : cpp.timings.sides[0].samples_ms) values.push_back(of(ms * 1e3 / options.calls));
-    speedlabs::Evidence e;
-    e.value = speedlabs::summarize_samples(values);
-    e.contention = cpp.timings.contention;
+    speedlabs::Evidence e(speedlabs::summarize_samples(values), cpp.timings.contention, speedlabs::LoadEffect::time);
     return e;
   };
   report.decide(
@@ -253,11 +251,11 @@ double observe_op_cost(const Config& config, const TraceOutcome& outcome, const 
   std::cout << "a step: " << profile.op_calls << " top-level ops x " << fixed(cpp.add_us, 2)
             << " us = " << fixed(overhead_ms, 2) << " ms of " << fixed(outcome.step_ms, 2) << " ms (" << percent(share)
             << "): the step is " << (share > 0.5 ? "launch-bound" : "bound by the ops' own work") << "\n";
-  speedlabs::Evidence evidence;
   std::vector<double> shares;  // against each timed step
   for (double step_ms : outcome.step.samples_ms) shares.push_back(overhead_ms / step_ms);
-  evidence.value = speedlabs::summarize_samples(shares);
-  evidence.contention = outcome.step.contention;
+  // A time over a time, both CPU-bound, measured apart: a load may have slowed either alone.
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(shares), outcome.step.contention,
+                               speedlabs::LoadEffect::ratio);
   evidence.bounds = {{"host overhead's share of the step", share, 0.0, 1.0}};
   report.decide(
       "step_host_overhead_share",

@@ -141,9 +141,8 @@ std::vector<double> hidden_shares_of(const FeedSamples& samples) {
 // time broke the bound: the two steps differed by something else (another program, a clock change), not by
 // prefetching alone.
 speedlabs::Evidence hidden_share_evidence(const std::vector<double>& shares, const speedlabs::Contention& contention) {
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(shares);
-  evidence.contention = contention;
+  // A difference of two times over a third: a load can move it by more than any one time's slowdown.
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(shares), contention, speedlabs::LoadEffect::unknown);
   evidence.bounds = {{"median share of the loading hidden (saved / loading time)", evidence.value.median,
                       -kShareTolerance, kMaxHiddenShare}};
   return evidence;
@@ -285,9 +284,8 @@ void observe_feeding(const FeedResult& feed, const c10::Device& device, speedlab
             << (feed.others_cores < 0 ? "their CPU unreadable here" : "they used " + fixed(feed.others_cores, 2))
             << ")\n";
   const double load_share = feed.load_ms / feed.sync_step_ms;
-  speedlabs::Evidence load;
-  load.value = speedlabs::summarize_samples(feed.load_samples_ms);
-  load.contention = feed.contention;
+  speedlabs::Evidence load(speedlabs::summarize_samples(feed.load_samples_ms), feed.contention,
+                           speedlabs::LoadEffect::time);
   load.bounds = {{"loading's share of the step that contains it", load_share, 0.0, 1.0}};
   report.decide(
       "loader_cost_ms", "preparing one batch (tokenizing its documents) costs real time",

@@ -117,10 +117,8 @@ void run_checkpointing(const Config& config, const c10::Device& device, speedlab
   report.check("checkpointing_cuts_activation_peak",
                "checkpointing every block lowers the activations the forward leaves for the backward", peaks,
                "checkpointed < plain at every sequence length (backward peaks reported beside)", cuts);
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(round_ratios);
-  evidence.contention = contention;
-  evidence.load = speedlabs::LoadEffect::ratio;  // both steps of a round interleaved on the same cores
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(round_ratios), contention,
+                               speedlabs::LoadEffect::ratio);  // both steps of a round interleaved on the same cores
   evidence.bounds = bounds;
   report.decide(
       "checkpointing_step_time_ratio", "checkpointing costs one more forward of the blocks", times,

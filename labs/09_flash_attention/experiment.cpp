@@ -233,10 +233,8 @@ void decide_tiled_vs_sdpa(speedlabs::Report& report, const std::string& id, cons
                           const SizeResult& size) {
   const speedlabs::Summary& ratio = size.tiled_over_sdpa;
   const double tiled_ms = size.of(Method::tiled).time.median_ms, sdpa_ms = size.of(Method::sdpa).time.median_ms;
-  speedlabs::Evidence evidence;
-  evidence.value = ratio;
-  evidence.contention = size.contention;
-  evidence.load = speedlabs::LoadEffect::ratio;  // both calls of a round on the same cores
+  speedlabs::Evidence evidence(ratio, size.contention,
+                               speedlabs::LoadEffect::ratio);  // both calls of a round on the same cores
   evidence.bounds = {speedlabs::positive_finite("tiled / SDPA time within a round (median)", ratio.median),
                      speedlabs::positive_finite("tiled median ms", tiled_ms),
                      speedlabs::positive_finite("SDPA median ms", sdpa_ms)};

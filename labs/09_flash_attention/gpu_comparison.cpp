@@ -159,18 +159,16 @@ void report_time(const GpuRow& last, speedlabs::Report& report) {
     measured["efficient_fp32_ms"] = *last.efficient.median_ms;
   }
   if (last.flash.median_ms) measured["flash_bf16_ms"] = *last.flash.median_ms;
-  speedlabs::Evidence evidence;
-  evidence.contention = last.contention;
+  // GPU times: the CPU's reading bounds nothing there.
+  speedlabs::Evidence evidence(last.kernel_over_efficient ? *last.kernel_over_efficient : last.kernel_times,
+                               last.contention, speedlabs::LoadEffect::unknown);
   evidence.bounds = {speedlabs::positive_finite("kernel median ms", *last.kernel.median_ms)};
   if (last.kernel_over_efficient) {
     measured["ratio_vs_efficient"] = last.kernel_over_efficient->median;
     measured["ratio_q1"] = last.kernel_over_efficient->q1;
     measured["ratio_q3"] = last.kernel_over_efficient->q3;
-    evidence.value = *last.kernel_over_efficient;
     evidence.bounds.push_back(
         speedlabs::positive_finite("kernel / SDPA efficient time within a round", last.kernel_over_efficient->median));
-  } else {
-    evidence.value = last.kernel_times;
   }
   measured["rounds"] = evidence.value.count;
   report.decide(

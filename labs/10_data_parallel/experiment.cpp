@@ -286,10 +286,11 @@ void judge_overlap(const Config& config, const JobResult& many, speedlabs::Repor
                           /*must_hold=*/false);
     return;
   }
-  speedlabs::Evidence evidence;
-  evidence.value =
-      speedlabs::ratio_of_sequential(summary_after_warmup(bucketed.comm_ms), summary_after_warmup(naive.comm_ms));
-  evidence.contention = many.contention;
+  speedlabs::Evidence evidence(
+      speedlabs::ratio_of_sequential(summary_after_warmup(bucketed.comm_ms), summary_after_warmup(naive.comm_ms)),
+      many.contention,
+      // Not bounded by the load: a rank that waits in MPI for a slowed peer waits any multiple of its quiet time.
+      speedlabs::LoadEffect::unknown);
   evidence.bounds = {
       {"share of the all-reduce (measured alone) hidden behind backward", hidden_raw, kHiddenLowest, 1},
       {"share of the bucketed step spent inside MPI", bucketed_step > 0 ? exposed / bucketed_step : NAN, 0, 1},
@@ -335,9 +336,8 @@ void judge_scaling(const Config& config, const Measured& jobs, speedlabs::Report
     one_steps.insert(one_steps.end(), a.begin(), a.end());
     many_steps.insert(many_steps.end(), b.begin(), b.end());
   }
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(ratios);
-  evidence.contention = jobs.rounds_contention;
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(ratios), jobs.rounds_contention,
+                               speedlabs::LoadEffect::ratio);  // whole CPU-bound steps of both jobs, round by round
   const double speedup = evidence.value.median;
   const double tokens_one = tokens / speedlabs::summarize_samples(one_steps).median * 1000;
   const double tokens_many = tokens / speedlabs::summarize_samples(many_steps).median * 1000;
@@ -385,9 +385,10 @@ void judge_bandwidth(const Config& config, const JobResult& many, speedlabs::Rep
   for (size_t i = 0; i < std::min(steps.size(), comms.size()); ++i) compute.push_back(steps[i] - comms[i]);
   const auto allreduce = speedlabs::summarize_samples(
       many.allreduce_samples_ms.empty() ? std::vector<double>{many.allreduce_ms} : many.allreduce_samples_ms);
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::ratio_of_sequential(allreduce, speedlabs::summarize_samples(compute));
-  evidence.contention = many.contention;
+  speedlabs::Evidence evidence(speedlabs::ratio_of_sequential(allreduce, speedlabs::summarize_samples(compute)),
+                               many.contention,
+                               // Not bounded by the load: the all-reduce's time includes waiting for a slowed peer.
+                               speedlabs::LoadEffect::unknown);
   evidence.bounds = {speedlabs::positive_finite("all-reduce ms", many.allreduce_ms),
                      speedlabs::positive_finite("compute ms (step minus time inside MPI)", compute_ms),
                      speedlabs::positive_finite("bus GB/s", ring_bytes / (many.allreduce_ms / 1000) / 1e9)};

@@ -321,11 +321,10 @@ void observe_step_time(const Jobs& jobs, speedlabs::Report& report) {
                           "this run trains stage 0 only (--stage 0)", /*must_hold=*/false);
     return;
   }
-  speedlabs::Evidence evidence;
-  evidence.value =
+  speedlabs::Evidence evidence(
       speedlabs::ratio_of_sequential(after_first_step(jobs.stage(last).at("step_ms").get<std::vector<double>>()),
-                                     after_first_step(jobs.stage(0).at("step_ms").get<std::vector<double>>()));
-  evidence.contention = jobs.many_contention;
+                                     after_first_step(jobs.stage(0).at("step_ms").get<std::vector<double>>())),
+      jobs.many_contention, speedlabs::LoadEffect::ratio);
   evidence.bounds = {speedlabs::positive_finite("stage 0 ms per step", times["stage0_ms"].get<double>()),
                      speedlabs::positive_finite("stage " + std::to_string(last) + " ms per step",
                                                 times["stage" + std::to_string(last) + "_ms"].get<double>())};

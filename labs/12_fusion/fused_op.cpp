@@ -105,10 +105,8 @@ void observe_fused_time(const Config& config, const Results& r, const c10::Devic
   };
   const speedlabs::Summary fused_share = share_of_roof(1, fused), unfused_share = share_of_roof(0, unfused);
   const speedlabs::Summary speedup = t.ratio(0, 1);
-  speedlabs::Evidence evidence;
-  evidence.value = speedup;
-  evidence.load = speedlabs::LoadEffect::ratio;  // both sides run on the same cores, round by round
-  evidence.contention = t.contention;
+  speedlabs::Evidence evidence(speedup, t.contention,
+                               speedlabs::LoadEffect::ratio);  // both sides run on the same cores, round by round
   evidence.bounds = {
       {"fused bytes/s over the memory roof (median round)", fused_share.median, 0, 1 + kRoofTolerance},
       {"unfused bytes/s over the memory roof (median round)", unfused_share.median, 0, 1 + kRoofTolerance},

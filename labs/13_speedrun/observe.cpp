@@ -92,10 +92,8 @@ void record_score(const Outcome& o, speedlabs::Report& report) {
     }
     return;
   }
-  speedlabs::Evidence evidence;
-  evidence.value = per_round_scores(o);
-  evidence.contention = o.contention;
-  evidence.load = speedlabs::LoadEffect::ratio;  // both sides CPU-bound, timed in alternating order
+  speedlabs::Evidence evidence(per_round_scores(o), o.contention,
+                               speedlabs::LoadEffect::ratio);  // both sides CPU-bound, timed in alternating order
   evidence.bounds = {speedlabs::positive_finite("score", o.score)};
   report.decide(
       id, claim, measured, expected, evidence, [](double s) { return s > 1.0; }, false);

@@ -185,9 +185,9 @@ void observe_bubble(const Config& config, const Jobs& jobs, speedlabs::Report& r
     if (m == config.micro_batches) measured[key + "_stage_ms"] = stage_op_ms(run, n);
     bounds.push_back({"idle share, " + key, median, 0, 1});
   }
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(worst_per_step);
-  evidence.contention = jobs.pp_contention;
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(worst_per_step), jobs.pp_contention,
+                               // Idle time: a slowed stage makes the others wait any multiple of their quiet idle.
+                               speedlabs::LoadEffect::unknown);
   evidence.bounds = bounds;
   measured["largest_distance_from_formula"] = evidence.value.median;
   std::string why;

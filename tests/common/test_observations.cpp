@@ -89,10 +89,9 @@ TEST(Observations, UnwritablePathIsAUsageError) {
 
 namespace {
 
-// Evidence of @p samples measured on a quiet machine.
+// Evidence of @p samples measured on a quiet machine, with no known load effect unless a test sets one.
 speedlabs::Evidence quiet(std::vector<double> samples) {
-  speedlabs::Evidence e;
-  e.value = speedlabs::summarize_samples(std::move(samples));
+  speedlabs::Evidence e(speedlabs::summarize_samples(std::move(samples)), {}, speedlabs::LoadEffect::unknown);
   e.contention.wall_s = 1.0;
   e.contention.cores = 2;
   e.contention.others_cores = 0.02;

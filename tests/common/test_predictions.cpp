@@ -177,8 +177,7 @@ TEST(Predictions, AnUnmeasuredObservationIsNeitherCloseNorOff) {
 TEST(Predictions, AnObservationTheRunCouldNotDecideGradesNothing) {
   // A busy machine's ratio: the run refused to decide it, so a prediction is neither close nor off.
   speedlabs::Report busy("00_test", "cpu");
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples({3.0, 3.0, 3.0});
+  speedlabs::Evidence evidence(speedlabs::summarize_samples({3.0, 3.0, 3.0}), {}, speedlabs::LoadEffect::unknown);
   evidence.contention.wall_s = 1;
   evidence.contention.cores = 2;
   evidence.contention.others_cores = 1.5;

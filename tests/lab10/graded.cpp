@@ -205,9 +205,7 @@ speedlabs::Evidence bucketed_against_naive(const lab10::Config& config, int roun
     fractions.push_back(lab10::summary_after_warmup(job.mode("naive").step_ms).median /
                         lab10::summary_after_warmup(job.mode("bucketed").step_ms).median);
   }
-  speedlabs::Evidence evidence;
-  evidence.value = speedlabs::summarize_samples(fractions);
-  evidence.contention = probe.read();
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(fractions), probe.read(), speedlabs::LoadEffect::ratio);
   return evidence;
 }
 

@@ -80,11 +80,10 @@ TEST(Lab13_make_trainer_speed, ReachesTheTargetFasterThanTheBaseline) {
       [&] {
         const lab13::Outcome outcome = lab13::race_once(graded_config(), lab13::make_trainer);
         EXPECT_TRUE(outcome.trainer.reached) << "your trainer: " << outcome.trainer.failure;
-        speedlabs::Evidence evidence;
-        evidence.value = lab13::per_round_scores(outcome);
-        if (!outcome.trainer.reached) evidence.value = speedlabs::summarize_samples({0.0, 0.0, 0.0});
-        evidence.contention = outcome.contention;
-        return evidence;
+        // Both trainers CPU-bound, timed in alternating segments: a load may have slowed either alone.
+        return speedlabs::Evidence(
+            outcome.trainer.reached ? lab13::per_round_scores(outcome) : speedlabs::summarize_samples({0.0, 0.0, 0.0}),
+            outcome.contention, speedlabs::LoadEffect::ratio);
       },
       rule);
 }

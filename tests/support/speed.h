@@ -5,9 +5,9 @@
 /// Both sides are timed interleaved (common/timer.h time_interleaved: A B, B A, ... in rounds; or, with
 /// grade_speed_of, in rounds the test makes itself) and the speed fraction is taken within each round
 /// (best's time over the exercise's: 1 is as fast as the best).
-/// The measurement must be one the layer can decide from (Report's rules: enough rounds, spread at most
-/// 25%, no other program using half a core); a busy machine's measurement is retried, and after the last
-/// try the test records "undecided", which grading reports as such (never as 0). Otherwise the share of
+/// The measurement must be one the layer can decide from (decide_verdict's rules: enough rounds, spread at most
+/// 25%, and on a busy machine a margin its load, on either side alone, cannot cover); an undecided one is retried, and
+/// after the last try the test records "undecided", which grading reports as such (never as 0). Otherwise the share of
 /// the points is 1 at or above @c full, 0 at or below @c zero, linear between. The share is recorded as
 /// the GoogleTest property "speedlabs_speed_score", which only the harness (tests/support/test_main.cpp)
 /// writes to the run's record under its token; the line printed here is for the reader (and for grading
@@ -82,10 +82,8 @@ inline void grade_speed(const std::string& what, const std::function<void()>& ex
       what,
       [&] {
         const auto timed = time_interleaved({exercise, best}, device, rule.timing);
-        Evidence evidence;
-        evidence.value = timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; });
-        evidence.contention = timed.contention;
-        return evidence;
+        return Evidence(timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; }), timed.contention,
+                        LoadEffect::ratio);
       },
       rule);
 }
@@ -117,10 +115,8 @@ void grade_speed_checked(const std::string& what, const std::function<Out(int64_
           if (!why.empty()) wrong = "timed call " + std::to_string(input) + ": " + why;
         }
         first += std::max(static_cast<int64_t>(outputs.size()), best_calls);
-        Evidence evidence;
-        evidence.value = timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; });
-        evidence.contention = timed.contention;
-        return evidence;
+        return Evidence(timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; }), timed.contention,
+                        LoadEffect::ratio);
       },
       rule);
   EXPECT_TRUE(wrong.empty()) << what << ": a timed result is wrong, so its speed earns nothing: " << wrong;
