@@ -139,7 +139,56 @@ endif()
 
 #   speedlabs_add_gtest(name SOURCES ... [LIBS ...] [LABELS ...] [POINTS tests/labNN/points.tsv])
 # POINTS: the tests are graded; each suite LabNN_<exercise> gets the time budget of its exercise's line
-# (column budget_s) as its CTest TIMEOUT, so a looping exercise is stopped in seconds.
+# (column budget_s) as its CTest TIMEOUT, so a looping exercise is stopped in seconds. A speed exercise's line
+# (<function>_speed) also holds its rule, the speed fractions that earn full points and none (speed_full,
+# speed_zero: a number, or N/D); the test and the outside check read them from the header written here,
+# "tests/labNN/speed_rules.h" (speedlabs_write_speed_rules), so the rule is declared once.
+# The C++ line of one points.tsv row's speed rule in ${out} ("" for an exercise that is not about speed); a speed
+# exercise without both thresholds, or another with either, stops the configure.
+function(speedlabs_speed_rule points exercise fields out)
+  list(LENGTH fields count)
+  set(full "")
+  set(zero "")
+  if(count GREATER 6)
+    list(GET fields 5 full)
+    list(GET fields 6 zero)
+  endif()
+  set(${out} "" PARENT_SCOPE)
+  if(NOT exercise MATCHES "_speed$")
+    if(NOT full STREQUAL "" OR NOT zero STREQUAL "")
+      message(FATAL_ERROR "${points}: ${exercise} is not a speed exercise (<function>_speed) but has a speed rule")
+    endif()
+    return()
+  endif()
+  foreach(value IN ITEMS full zero)
+    if(${value} MATCHES "^([0-9]+)/([0-9.]+)$")
+      set(${value} "${CMAKE_MATCH_1}.0 / ${CMAKE_MATCH_2}")
+    elseif(NOT ${value} MATCHES "^[0-9]*\\.?[0-9]+$")
+      message(FATAL_ERROR "${points}: ${exercise} needs speed_full and speed_zero (a number or N/D), not '${${value}}'")
+    endif()
+  endforeach()
+  set(${out} "inline constexpr SpeedThresholds ${exercise}{${full}, ${zero}};\n" PARENT_SCOPE)
+endfunction()
+
+# "tests/labNN/speed_rules.h" in the build tree, for test ${name} and the lab's outside check: @p rules (from
+# speedlabs_speed_rule) in namespace labNN::speed_rules; written only when it changes.
+function(speedlabs_write_speed_rules name lab rules)
+  set(header "${PROJECT_BINARY_DIR}/generated/tests/${lab}/speed_rules.h")
+  file(CONFIGURE OUTPUT "${header}" CONTENT
+"// Written by cmake/SpeedLab.cmake from tests/${lab}/points.tsv (speed_full, speed_zero): edit that file.
+#pragma once
+
+namespace ${lab}::speed_rules {
+/// The speed fractions (the best's time over the exercise's) that earn full points and none.
+struct SpeedThresholds {
+  double full;
+  double zero;
+};
+${rules}}  // namespace ${lab}::speed_rules
+" @ONLY)
+  target_include_directories(${name} PRIVATE "${PROJECT_BINARY_DIR}/generated")
+endfunction()
+
 function(speedlabs_add_gtest name)
   cmake_parse_arguments(T "" "POINTS" "SOURCES;LIBS;LABELS" ${ARGN})
   list(TRANSFORM T_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/")
@@ -161,6 +210,7 @@ function(speedlabs_add_gtest name)
   if(T_POINTS)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/${T_POINTS}")
     file(STRINGS "${PROJECT_SOURCE_DIR}/${T_POINTS}" rows)
+    set(rules "")
     list(POP_FRONT rows)  # the header
     string(REGEX MATCH "lab[0-9][0-9]" lab "${T_POINTS}")
     string(REPLACE "lab" "Lab" suite_prefix "${lab}")
@@ -172,6 +222,8 @@ function(speedlabs_add_gtest name)
       endif()
       list(GET fields 0 exercise)
       list(GET fields 3 seconds)
+      speedlabs_speed_rule("${T_POINTS}" "${exercise}" "${fields}" rule)
+      string(APPEND rules "${rule}")
       # A speed test times its exercise against the reference: it runs alone (RUN_SERIAL), so that the
       # suite's other test job is not the load its verdict has to see through.
       set(serial "")
@@ -182,6 +234,7 @@ function(speedlabs_add_gtest name)
                             "    set_tests_properties(\"\${test}\" PROPERTIES TIMEOUT ${seconds}${serial})\n  endif()\n")
     endforeach()
     set(budgets "foreach(test IN LISTS ${name}_TESTS)\n${budgets}endforeach()\n")
+    speedlabs_write_speed_rules(${name} ${lab} "${rules}")
   endif()
   # A lab's test named ...FromTheSmokeRun... checks the observations of the lab's smoke run (labNN.smoke, below),
   # read back from its report (tests/support/smoke_run.h) instead of a --quick run of its own: it requires that
@@ -353,6 +406,7 @@ function(speedlabs_add_lab)
           speedlabs_use_pch(speedlabs_checked_main)
         endif()
         add_executable(checked_${label} "${PROJECT_SOURCE_DIR}/tests/${label}/checked.cpp")
+        target_include_directories(checked_${label} PRIVATE "${PROJECT_BINARY_DIR}/generated")  # speed_rules.h
         target_link_libraries(checked_${label} PRIVATE ${core} ${exercise} ${earlier_reference} speedlabs_checked_main)
         speedlabs_use_pch(checked_${label})
         if(SPEEDLABS_EXERCISES STREQUAL "solutions")

@@ -1,5 +1,5 @@
-"""The placeholders a docs page may hold (standard library only): {{run:...}}, a value of a lab's kept run, and
-{{questions:NN}}, lab NN's questions; each filled for the page (fill_placeholders, fill_questions) and checked
+"""The placeholders a docs page may hold (standard library only): {{run:...}}, a value of a lab's kept run,
+{{points:...}}, a graded exercise's declared points or speed rule, and {{questions:NN}}, lab NN's questions; each filled for the page (fill_placeholders, fill_questions) and checked
 before the docs are built (placeholder_problems, question_problems)."""
 import re
 import sys
@@ -22,6 +22,30 @@ SCALES = {"k": 1e3, "M": 1e6, "G": 1e9, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2
 
 class PlaceholderError(ValueError):
     pass
+
+
+# {{points:NN:EXERCISE.FIELD}}: a column of EXERCISE's line in tests/labNN/points.tsv, where each graded exercise's
+# points, time budget and speed rule are declared (FIELD: points, budget_s, speed_full or speed_zero), as written.
+POINTS = re.compile(r"\{\{points:(?P<lab>\d\d):(?P<exercise>[a-z0-9_]+)\.(?P<field>[a-z_]+)\}\}")
+
+
+def resolve_points(match):
+    text, lab = match.group(0), match.group("lab")
+    path = ROOT / f"tests/lab{lab}/points.tsv"
+    if not path.exists():
+        raise PlaceholderError(f"{text}: lab {lab} has no graded exercises (tests/lab{lab}/points.tsv)")
+    header, *rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    row = next((r for r in rows if r[0] == match.group("exercise")), None)
+    if row is None:
+        raise PlaceholderError(f"{text}: tests/lab{lab}/points.tsv has no exercise '{match.group('exercise')}'")
+    field = match.group("field")
+    if field not in header[1:] or field in ("readme_anchor", "needs"):
+        raise PlaceholderError(f"{text}: '{field}' is not a number of points.tsv (points, budget_s, speed_full, "
+                               "speed_zero)")
+    value = row[header.index(field)].strip() if header.index(field) < len(row) else ""
+    if not value:
+        raise PlaceholderError(f"{text}: {match.group('exercise')} declares no {field}")
+    return value
 
 
 def resolve(match):
@@ -73,18 +97,21 @@ def fill_placeholders(text):
     bad one."""
     for match in reversed(outside_code(PLACEHOLDER, text)):
         text = text[:match.start()] + resolve(match) + text[match.end():]
+    for match in reversed(outside_code(POINTS, text)):
+        text = text[:match.start()] + resolve_points(match) + text[match.end():]
     return text
 
 
 def placeholder_problems(path):
     text = path.read_text(encoding="utf-8")
     problems = []
-    for match in outside_code(PLACEHOLDER, text):
-        try:
-            resolve(match)
-        except PlaceholderError as error:
-            line = text.count("\n", 0, match.start()) + 1
-            problems.append(f"{path.relative_to(ROOT)}:{line}: {error}")
+    for pattern, resolver in ((PLACEHOLDER, resolve), (POINTS, resolve_points)):
+        for match in outside_code(pattern, text):
+            try:
+                resolver(match)
+            except PlaceholderError as error:
+                line = text.count("\n", 0, match.start()) + 1
+                problems.append(f"{path.relative_to(ROOT)}:{line}: {error}")
     for match in outside_code(re.compile(r"\{\{run:[^}]*\}\}"), text):
         if not PLACEHOLDER.fullmatch(match.group(0)):
             line = text.count("\n", 0, match.start()) + 1

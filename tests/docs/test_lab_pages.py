@@ -308,6 +308,30 @@ class ScratchCopy(unittest.TestCase):
                 self.assertIn(said, result.stderr)
                 self.assertNotIn("stale", result.stderr)
 
+    def test_a_points_placeholder_reads_the_exercises_one_declaration(self):
+        points = self.root / "tests" / "lab01" / "points.tsv"
+        points.parent.mkdir(parents=True)
+        points.write_text("exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\n"
+                          "solve\t10\tthe-exercise\t10\nsolve_speed\t5\tthe-exercise\t120\t\t1/3\t0.1\n", encoding="utf-8")
+        readme = self.root / "labs" / "01_demo" / "README.md.in"
+        readme.write_text(README + "Full points from {{points:01:solve_speed.speed_full}}, "
+                          "{{points:01:solve_speed.points}} points.\n", encoding="utf-8")
+        self.write_kept_run()
+        self.assertEqual(self.lab_pages("render").returncode, 0)
+        page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md"))
+        self.assertEqual(page.returncode, 0, page.stderr)
+        self.assertIn("Full points from 1/3, 5 points.", page.stdout)
+        for bad, said in (("{{points:01:solve.speed_full}}", "declares no speed_full"),
+                          ("{{points:01:no_such.points}}", "no exercise 'no_such'"),
+                          ("{{points:01:solve.needs}}", "not a number of points.tsv"),
+                          ("{{points:02:solve.points}}", "lab 02 has no graded exercises")):
+            with self.subTest(bad=bad):
+                readme.write_text(README + bad + "\n", encoding="utf-8")
+                self.write_kept_run()
+                result = self.lab_pages("check")
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(said, result.stderr)
+
     def test_the_table_shows_could_not_decide_and_the_spread(self):
         page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md")).stdout
         row = [line for line in page.splitlines() if line.startswith("| `step_speedup`")][-1]

@@ -81,7 +81,8 @@ class NewLab(unittest.TestCase):
         self.assertIn("TEST(Lab15_sum_of_squares,", self.text("tests/lab15/graded.cpp"))
         self.assertIn("FromTheSmokeRun", self.text("tests/lab15/test_demo.cpp"))
         self.assertEqual(self.text("tests/lab15/points.tsv").splitlines(),
-                         ["exercise\tpoints\treadme_anchor\tbudget_s\tneeds", "sum_of_squares\t10\tthe-exercise\t10"])
+                         ["exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero",
+                          "sum_of_squares\t10\tthe-exercise\t10"])
         # The lesson: its table lists exactly the one observation the experiment records.
         sys.path.insert(0, str(self.root / "scripts" / "driver"))
         try:

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "exercise.h"
+#include "tests/lab01/speed_rules.h"
 #include "tests/support/checked.h"
 
 namespace speedlabs::checked {
@@ -80,10 +81,11 @@ std::vector<Exercise> exercises() {
 
 // Speed, timed outside (./lab grade): the unrolled sum against Eigen's squaredNorm on 2^24 - (0..4095) fresh
 // values at an unaligned start (128 MiB, far past the caches: both read memory as fast as it goes, as long as
-// the loop keeps enough additions in flight), 32 calls a process. Full points at half of Eigen's speed, none at a
-// quarter, as the graded test in tests/lab01/graded.cpp rules in the student's own process.
+// the loop keeps enough additions in flight), 32 calls a process. Points by the exercise's rule in
+// tests/lab01/points.tsv, as the graded test in tests/lab01/graded.cpp in the student's own process.
 std::vector<Timed> timed() {
-  return {{"sum_squares_unrolled_speed", 32, 0.5, 0.25,
+  constexpr auto rule = lab01::speed_rules::sum_squares_unrolled_speed;
+  return {{"sum_squares_unrolled_speed", 32, rule.full, rule.zero,
            [](at::Generator& generator, Side side) {
              const int64_t n = (int64_t{1} << 24) - draw_int(generator, 0, 4095), start = draw_int(generator, 0, 7);
              const double* x = fresh_values(generator) + start;

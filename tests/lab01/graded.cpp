@@ -8,6 +8,7 @@
 
 #include "exercise.h"
 #include "experiment.h"
+#include "tests/lab01/speed_rules.h"
 #include "tests/support/expect.h"
 #include "tests/support/speed.h"
 
@@ -125,5 +126,5 @@ TEST(Lab01_sum_squares_unrolled_speed, AtLeastHalfOfEigensSpeed) {
         return std::abs(mine - best) <= 1e-9 * best ? std::string()
                                                     : "sum " + std::to_string(mine) + ", Eigen " + std::to_string(best);
       },
-      {0.5, 0.25});
+      {lab01::speed_rules::sum_squares_unrolled_speed.full, lab01::speed_rules::sum_squares_unrolled_speed.zero});
 }

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "exercise.h"
+#include "tests/lab09/speed_rules.h"
 #include "tests/support/checked.h"
 
 namespace speedlabs::checked {
@@ -51,10 +52,11 @@ std::vector<Exercise> exercises() {
 
 // Speed, timed outside (./lab grade): the tiled forward (tiles 256 x 256, as the lab's default run) against
 // libtorch's SDPA on GPT-2 small's 12 heads of 64 at T = 1024, fresh q, k and v for every call, 8 calls a process,
-// each side on one CPU. Full points within 3x of SDPA's time, none at 10x, as the graded test in
-// tests/lab09/graded.cpp rules in the student's own process.
+// each side on one CPU. Points by the exercise's rule in tests/lab09/points.tsv, as the graded test in
+// tests/lab09/graded.cpp in the student's own process.
 std::vector<Timed> timed() {
-  return {{"tiled_attention_forward_speed", 8, 1.0 / 3.0, 0.1,
+  constexpr auto rule = lab09::speed_rules::tiled_attention_forward_speed;
+  return {{"tiled_attention_forward_speed", 8, rule.full, rule.zero,
            [](at::Generator& generator, Side side) {
              torch::NoGradGuard no_grad;
              std::vector<torch::Tensor> qkv;

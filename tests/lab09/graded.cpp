@@ -15,6 +15,7 @@
 #include "exercise.h"
 #include "gpu_comparison.h"
 #include "tests/lab09/require_gpu_kernel.h"
+#include "tests/lab09/speed_rules.h"
 #include "tests/support/expect.h"
 #include "tests/support/speed.h"
 
@@ -146,12 +147,10 @@ TEST(Lab09_tiled_attention_forward, NoPositionSeesALaterOne) {
 // Speed, graded against this machine's best: your tiled forward against libtorch's SDPA on the same inputs
 // (GPT-2 small's 12 heads of 64 at T=1024, tiles of 256 x 256 as in the lab's default run), timed
 // interleaved in the same process (tests/support/speed.h). SDPA's CPU kernel is one fused loop; a tiled
-// forward of batched ATen calls pays for each call. Full points within 3x of SDPA's time (1/3 of its speed),
-// none at 10x: on the quiet 2-core AMD EPYC VM a batched-ATen forward ran at 0.60-0.71 of SDPA's speed (three
+// forward of batched ATen calls pays for each call. The thresholds (tests/lab09/points.tsv) allow a few times
+// SDPA's time: on the quiet 2-core AMD EPYC VM a batched-ATen forward ran at 0.60-0.71 of SDPA's speed (three
 // runs, quartiles 0.56-0.74), the reference (threads over heads, Eigen tiles) at 0.72 with compiles beside it;
 // with other programs busy beside it the rounds may scatter, and then the test cannot decide.
-constexpr double kSpeedFull = 1.0 / 3.0;
-constexpr double kSpeedZero = 0.1;
 
 TEST(Lab09_tiled_attention_forward_speed, NearSdpasTimeAtT1024) {
   // Every timed call gets its own queries (scaled by 1 + call / 1000) and its output is checked against
@@ -169,7 +168,7 @@ TEST(Lab09_tiled_attention_forward_speed, NearSdpasTimeAtT1024) {
         return "largest difference from SDPA " +
                std::to_string((mine.to(best.dtype()) - best).abs().max().item<double>());
       },
-      {kSpeedFull, kSpeedZero});
+      {lab09::speed_rules::tiled_attention_forward_speed.full, lab09::speed_rules::tiled_attention_forward_speed.zero});
 }
 
 // --- the optional GPU exercise: flash_attention.cu, graded where a GPU is ----------------------------------

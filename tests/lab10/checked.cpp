@@ -12,6 +12,7 @@
 #include "datasets/token_cache.h"
 #include "exercise.h"
 #include "tests/lab10/graded_job.h"
+#include "tests/lab10/speed_rules.h"
 #include "tests/support/checked.h"
 #include "tests/support/one_process_communicator.h"
 
@@ -171,10 +172,11 @@ std::vector<Exercise> exercises() {
 // the same two CPUs, one worker a CPU; every step's loss (the global batch's, after the step's forward) and
 // whether the workers' weights agreed after it, checked against the naive job's on the same seed: a step that
 // skips the all-reduce is fast and wrong. The losses within 1e-4 relative, as the lab's kLossRtol (the same sums
-// in another grouping, float32); agreement exactly. Full points at 0.8 of the naive step's speed, none at 0.5, as
-// the graded test in tests/lab10/graded.cpp rules in the student's own process.
+// in another grouping, float32); agreement exactly. Points by the exercise's rule in tests/lab10/points.tsv, as the
+// graded test in tests/lab10/graded.cpp in the student's own process.
 std::vector<Timed> timed() {
-  Timed job{"on_gradient_ready_speed", 1, 0.8, 0.5, timed_job, Tolerance{1e-4, 0},
+  constexpr auto rule = lab10::speed_rules::on_gradient_ready_speed;
+  Timed job{"on_gradient_ready_speed", 1, rule.full, rule.zero, timed_job, Tolerance{1e-4, 0},
             // The data found and its tokens cached before "ready", so no job of the timing makes the cache.
             [] { datasets::load_shakespeare_tokens(datasets::resolve_data_dir()); }};
   job.cpus = 2;

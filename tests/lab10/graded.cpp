@@ -20,6 +20,7 @@
 #include "experiment.h"
 #include "tests/common/workers/recording_communicator.h"
 #include "tests/lab10/graded_job.h"
+#include "tests/lab10/speed_rules.h"
 #include "tests/support/data.h"
 #include "tests/support/expect.h"
 #include "tests/support/speed.h"
@@ -217,7 +218,8 @@ TEST(Lab10_on_gradient_ready_speed, TheBucketedStepKeepsUpWithTheNaiveOne) {
   SPEEDLABS_REQUIRE_DATA();
   lab10::Config config = graded_job_config();
   config.steps = 10;
-  speedlabs::testing::SpeedRule rule{0.8, 0.5};
+  speedlabs::testing::SpeedRule rule{lab10::speed_rules::on_gradient_ready_speed.full,
+                                     lab10::speed_rules::on_gradient_ready_speed.zero};
   rule.best = "the naive step";
   speedlabs::testing::grade_speed_of(
       "the bucketed step against the naive one, 2 workers (tiny model, B=4, T=16)",

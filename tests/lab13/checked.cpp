@@ -24,6 +24,7 @@
 #include "labs/13_speedrun/exercise.h"
 #include "labs/13_speedrun/experiment.h"
 #include "labs/13_speedrun/task.h"
+#include "tests/lab13/speed_rules.h"
 #include "tests/support/checked.h"
 
 namespace speedlabs::checked {
@@ -205,12 +206,14 @@ double race_loss(at::Generator& generator, const Outputs& weights) {
 std::vector<Exercise> exercises() { return {{"make_trainer", trained_weights, Tolerance{}, judge_weights}}; }
 
 // Speed, raced outside (./lab grade): the quick race of the lab (its model, B, T, learning rate, target 7.5,
-// judged every 10 steps, at most 300 steps a side), the score and its thresholds those of the graded test in
-// tests/lab13/graded.cpp. Both sides' processes keep freed memory alike, as the lab's race does, and start on
-// heap already touched.
+// judged every 10 steps, at most 300 steps a side), the score as in the graded test in tests/lab13/graded.cpp,
+// its thresholds the exercise's rule in tests/lab13/points.tsv. Both sides' processes keep freed memory alike, as the
+// lab's race does, and start on heap already touched.
 std::vector<Raced> raced() {
   const lab13::Config quick = lab13::quick_config();
-  return {{"make_trainer_speed", 1.6, 1.2, quick.target, quick.eval_every, quick.step_cap, start_race, race_loss, [] {
+  constexpr auto rule = lab13::speed_rules::make_trainer_speed;
+  return {{"make_trainer_speed", rule.full, rule.zero, quick.target, quick.eval_every, quick.step_cap, start_race,
+           race_loss, [] {
              shakespeare();
              speedlabs::keep_freed_host_memory();
              touch_heap(kRaceHeapBytes);

@@ -11,6 +11,7 @@
 #include "labs/13_speedrun/experiment.h"
 #include "labs/13_speedrun/outputs.h"
 #include "labs/13_speedrun/task.h"
+#include "tests/lab13/speed_rules.h"
 #include "tests/support/data.h"
 #include "tests/support/speed.h"
 
@@ -65,14 +66,14 @@ TEST(Lab13_make_trainer, ReachesATargetWithinTheCap) {
   EXPECT_TRUE(outcome.baseline.reached) << "the baseline: " << outcome.baseline.failure;
 }
 
-// Speed: the score (the baseline's time to the target over yours, side by side) earns the points from 1.2
-// (none: the baseline's own speed, with room for a run's scatter) to 1.6 (all). The reference reaches the
-// quick target well past 1.6 (the kept run, docs/results/lab13.json, has each trainer's steps and the score).
+// Speed: the score (the baseline's time to the target over yours, side by side) earns the points between the
+// thresholds of tests/lab13/points.tsv (none near 1, the baseline's own speed, with room for a run's scatter). The
+// reference reaches the quick target well past 1.6 (the kept run, docs/results/lab13.json, has each trainer's steps and
+// the score).
 TEST(Lab13_make_trainer_speed, ReachesTheTargetFasterThanTheBaseline) {
   SPEEDLABS_REQUIRE_DATA();
-  speedlabs::testing::SpeedRule rule;
-  rule.full = 1.6;
-  rule.zero = 1.2;
+  speedlabs::testing::SpeedRule rule{lab13::speed_rules::make_trainer_speed.full,
+                                     lab13::speed_rules::make_trainer_speed.zero};
   rule.attempts = 2;
   rule.best = "the baseline";
   speedlabs::testing::grade_speed_of(

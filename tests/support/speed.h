@@ -28,11 +28,11 @@
 namespace speedlabs::testing {
 
 /// Full points at a speed fraction (best's time / exercise's time) of @c full or more, none at @c zero or
-/// less, linear between.
+/// less, linear between; the thresholds come from the exercise's line in points.tsv (speed_rules.h).
 struct SpeedRule {
-  double full = 0.5;
-  double zero = 0.25;
-  int attempts = 3;                           ///< measurements tried before the test says it could not decide
+  double full;       ///< the speed fraction that earns full points (tests/labNN/points.tsv, speed_full)
+  double zero;       ///< the speed fraction that earns none (speed_zero)
+  int attempts = 3;  ///< measurements tried before the test says it could not decide
   TimingOptions timing{2, 9, 30, 0.05, 3.0};  ///< grade_speed's interleaved rounds
   std::string best = "the best";              ///< the other side, in the printed line ("0.80 of the best's speed")
 };
@@ -47,8 +47,7 @@ inline double speed_share(double fraction, const SpeedRule& rule) {
 /// best's time over the exercise's, and the machine's reading), measuring again while it cannot decide
 /// (see the file's comment). For an exercise whose sides cannot be two calls in this process (lab 10's
 /// jobs of MPI workers); grade_speed() below is the usual way in.
-inline void grade_speed_of(const std::string& what, const std::function<Evidence()>& measure,
-                           const SpeedRule& rule = {}) {
+inline void grade_speed_of(const std::string& what, const std::function<Evidence()>& measure, const SpeedRule& rule) {
   std::string reason;
   for (int attempt = 1; attempt <= rule.attempts; ++attempt) {
     Evidence evidence = measure();
@@ -76,7 +75,7 @@ inline void grade_speed_of(const std::string& what, const std::function<Evidence
 /// Times @p exercise against @p best, interleaved in this process (rule.timing), and records the share of
 /// the points (see the file's comment).
 inline void grade_speed(const std::string& what, const std::function<void()>& exercise,
-                        const std::function<void()>& best, const SpeedRule& rule = {},
+                        const std::function<void()>& best, const SpeedRule& rule,
                         const c10::Device& device = c10::Device(c10::kCPU)) {
   grade_speed_of(
       what,
@@ -97,7 +96,7 @@ template <typename Out>
 void grade_speed_checked(const std::string& what, const std::function<Out(int64_t)>& exercise,
                          const std::function<Out(int64_t)>& best,
                          const std::function<std::string(const Out& mine, const Out& best)>& differs,
-                         const SpeedRule& rule = {}, const c10::Device& device = c10::Device(c10::kCPU)) {
+                         const SpeedRule& rule, const c10::Device& device = c10::Device(c10::kCPU)) {
   int64_t first = 0;
   std::string wrong;
   grade_speed_of(
