@@ -18,7 +18,9 @@ two processes run (these CPUs' busy time in /proc/stat less what every process o
 window); the student's process runs alone in its sandbox and nothing of it is left to slow the others. The measurement decides when the load stayed under half a core and the fractions'
 spread (interquartile range over median) under 25%, the rules of the in-process speed tests, or when the whole
 interquartile range earns the same share (all of the points, or none) even widened by what the load could have
-done to one side alone (undecided_why); it is taken again twice before it is called undecided. The verdict goes to RUN_DIR/timed/LabNN_<name>: "score S <how>",
+done to one side alone (undecided_why); it is taken again twice before it is called undecided. An attempt has
+9 timed rounds after a warm-up one, or stops after 5 when every one of those, widened by the busiest round's load,
+already earns all of the points or none (clear_share). The verdict goes to RUN_DIR/timed/LabNN_<name>: "score S <how>",
 "undecided <why>" or "failed <why>", written here, never by graded code. Standard library only.
 """
 import math

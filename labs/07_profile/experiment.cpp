@@ -22,6 +22,7 @@
 #include "common/plot.h"
 #include "common/process.h"
 #include "common/roofline.h"
+#include "common/sequential.h"
 #include "common/table.h"
 #include "common/timer.h"
 #include "datasets/data_files.h"
@@ -204,16 +205,16 @@ double observe_op_cost(const Config& config, const TraceOutcome& outcome, const 
   // Per C++ repeat of the add: microseconds per op; the Python side comes from a child process, so its ratio
   // carries the C++ side's spread and the reading of the window that includes the child.
   const speedlabs::ContentionProbe probe;
-  const auto per_repeat = [&](const std::function<double(double add_us)>& of) {
+  // A C++ time (a load only lengthens it), or the Python time over it (a ratio: a load may slow either alone).
+  const auto per_repeat = [&](const std::function<double(double add_us)>& of, speedlabs::LoadEffect load) {
     std::vector<double> values;
     for (double ms : cpp.timings.sides[0].samples_ms) values.push_back(of(ms * 1e3 / options.calls));
-    speedlabs::Evidence e(speedlabs::summarize_samples(values), cpp.timings.contention, speedlabs::LoadEffect::time);
-    return e;
+    return speedlabs::Evidence(speedlabs::summarize_samples(values), cpp.timings.contention, load);
   };
   report.decide(
       "op_overhead_cpp_us", "host time of one tiny op from C++ (1-element add; 8x64 by 64x64 linear)",
       {{"add", cpp.add_us}, {"linear", cpp.linear_us}}, "a few microseconds (reported)",
-      per_repeat([](double us) { return us; }), [](double us) { return us > 0; }, false);
+      per_repeat([](double us) { return us; }, speedlabs::LoadEffect::time), [](double us) { return us > 0; }, false);
 
   std::string failure =
       config.python.empty() ? "no Python with torch (--python, or SPEEDLABS_PYTHON at configure time)" : "";
@@ -230,14 +231,15 @@ double observe_op_cost(const Config& config, const TraceOutcome& outcome, const 
     };
     report.decide(
         "op_overhead_python_us", python_claim, {{"add", python->add_us}, {"linear", python->linear_us}},
-        "more than C++ (reported)", with_child(per_repeat([&](double us) { return python->add_us / us; })),
+        "more than C++ (reported)",
+        with_child(per_repeat([&](double us) { return python->add_us / us; }, speedlabs::LoadEffect::ratio)),
         [](double ratio) { return ratio > 1.0; }, false);
     const double add_ratio = python->add_us / cpp.add_us;
     const double linear_ratio = python->linear_us / cpp.linear_us;
     report.decide(
         "op_overhead_python_over_cpp", ratio_claim, {{"add", add_ratio}, {"linear", linear_ratio}},
         ">= " + fixed(kOpCostGoal, 0) + "x (a goal, reported)",
-        with_child(per_repeat([&](double us) { return python->add_us / us; })),
+        with_child(per_repeat([&](double us) { return python->add_us / us; }, speedlabs::LoadEffect::ratio)),
         [&](double add) { return std::min(add, linear_ratio) >= kOpCostGoal; }, false);
   } else {
     std::cout << "Python: not measured: " << failure << "\n";
@@ -253,8 +255,9 @@ double observe_op_cost(const Config& config, const TraceOutcome& outcome, const 
             << "): the step is " << (share > 0.5 ? "launch-bound" : "bound by the ops' own work") << "\n";
   std::vector<double> shares;  // against each timed step
   for (double step_ms : outcome.step.samples_ms) shares.push_back(overhead_ms / step_ms);
-  // A time over a time, both CPU-bound, measured apart: a load may have slowed either alone.
-  speedlabs::Evidence evidence(speedlabs::summarize_samples(shares), outcome.step.contention,
+  // A time over a time, both CPU-bound, measured apart: a load during either may have slowed it alone.
+  speedlabs::Evidence evidence(speedlabs::summarize_samples(shares),
+                               speedlabs::busier(cpp.timings.contention, outcome.step.contention),
                                speedlabs::LoadEffect::ratio);
   evidence.bounds = {{"host overhead's share of the step", share, 0.0, 1.0}};
   report.decide(

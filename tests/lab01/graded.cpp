@@ -106,8 +106,8 @@ TEST(Lab01_sum_squares_unrolled, UsesIndependentPartialSums) {
 }  // namespace
 
 // Speed, graded against this machine's best: your unrolled sum against Eigen's squaredNorm, timed
-// interleaved in the same process (tests/support/speed.h). Full points at half of Eigen's speed or more, none
-// at a quarter or less. At 2^24 values (128 MiB, far past the caches) both read memory as fast as it goes, as
+// interleaved in the same process (tests/support/speed.h), scored by the rule in tests/lab01/points.tsv.
+// At 2^24 values (128 MiB, far past the caches) both read memory as fast as it goes, as
 // long as the loop keeps enough additions in flight; one chain of additions does not.
 TEST(Lab01_sum_squares_unrolled_speed, AtLeastHalfOfEigensSpeed) {
   // Every timed call sums its own window (start and length move with the call's number) and its result is

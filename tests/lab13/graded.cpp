@@ -68,8 +68,8 @@ TEST(Lab13_make_trainer, ReachesATargetWithinTheCap) {
 
 // Speed: the score (the baseline's time to the target over yours, side by side) earns the points between the
 // thresholds of tests/lab13/points.tsv (none near 1, the baseline's own speed, with room for a run's scatter). The
-// reference reaches the quick target well past 1.6 (the kept run, docs/results/lab13.json, has each trainer's steps and
-// the score).
+// reference reaches the quick target well past full points (the kept run, docs/results/lab13.json, has each trainer's
+// steps and the score).
 TEST(Lab13_make_trainer_speed, ReachesTheTargetFasterThanTheBaseline) {
   SPEEDLABS_REQUIRE_DATA();
   speedlabs::testing::SpeedRule rule{lab13::speed_rules::make_trainer_speed.full,

@@ -5,13 +5,13 @@
 /// Both sides are timed interleaved (common/timer.h time_interleaved: A B, B A, ... in rounds; or, with
 /// grade_speed_of, in rounds the test makes itself) and the speed fraction is taken within each round
 /// (best's time over the exercise's: 1 is as fast as the best).
-/// The measurement must be one the layer can decide from (decide_verdict's rules: enough rounds, spread at most
-/// 25%, and on a busy machine a margin its load, on either side alone, cannot cover); an undecided one is retried, and
-/// after the last try the test records "undecided", which grading reports as such (never as 0). Otherwise the share of
-/// the points is 1 at or above @c full, 0 at or below @c zero, linear between. The share is recorded as
-/// the GoogleTest property "speedlabs_speed_score", which only the harness (tests/support/test_main.cpp)
-/// writes to the run's record under its token; the line printed here is for the reader (and for grading
-/// the reference from ./lab test's own run, grader/grade.py --ctest-verdicts).
+/// The measurement must be one the layer can decide from (decide_verdict's rules: enough rounds; on a busy
+/// machine, a share its load, on either side alone, cannot have changed: all of the points or none); an
+/// undecided one is retried, and after the last try the test records "undecided", which grading reports as
+/// such (never as 0). Otherwise the share of the points is 1 at or above @c full, 0 at or below @c zero, linear
+/// between. The share is recorded as the GoogleTest property "speedlabs_speed_score", which only the harness
+/// (tests/support/test_main.cpp) writes to the run's record under its token; the line printed here is for the reader
+/// (and for grading the reference from ./lab test's own run, grader/grade.py --ctest-verdicts).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -43,6 +43,12 @@ inline double speed_share(double fraction, const SpeedRule& rule) {
   return std::clamp((fraction - rule.zero) / (rule.full - rule.zero), 0.0, 1.0);
 }
 
+/// How a busy CPU can have moved a fraction timed on @p device: either side alone, on a CPU; nothing the CPU's reading
+/// bounds, on a GPU.
+inline LoadEffect cpu_load_effect(const c10::Device& device) {
+  return device.is_cpu() ? LoadEffect::ratio : LoadEffect::unknown;
+}
+
 /// Records the share of the points from the speed fraction that @p measure returns (per-round fractions,
 /// best's time over the exercise's, and the machine's reading), measuring again while it cannot decide
 /// (see the file's comment). For an exercise whose sides cannot be two calls in this process (lab 10's
@@ -52,11 +58,14 @@ inline void grade_speed_of(const std::string& what, const std::function<Evidence
   for (int attempt = 1; attempt <= rule.attempts; ++attempt) {
     Evidence evidence = measure();
     evidence.bounds = {{"speed fraction", evidence.value.median, 0.0, INFINITY}};
-    // Any median is a score: the rule only asks whether the measurement can decide at all.
+    // Quiet, any median is a score: the rule only asks whether the measurement can decide at all. Busy, the
+    // share must be the same across the range the load widens (evidence.load): all of the points or none.
+    const double median_share = speed_share(evidence.value.median, rule);
+    const bool busy = evidence.contention.busy();
     const Verdict verdict = decide_verdict(
-        evidence, [](double) { return true; }, reason);
+        evidence, [&](double fraction) { return !busy || speed_share(fraction, rule) == median_share; }, reason);
     if (verdict != Verdict::inconclusive) {
-      const double share = speed_share(evidence.value.median, rule);
+      const double share = median_share;
       std::printf(
           "%s: %.2f of %s's speed (quartiles %.2f-%.2f, %d rounds); full points from %.2f, none "
           "below %.2f\nspeed score: %.3f\n",
@@ -82,7 +91,7 @@ inline void grade_speed(const std::string& what, const std::function<void()>& ex
       [&] {
         const auto timed = time_interleaved({exercise, best}, device, rule.timing);
         return Evidence(timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; }), timed.contention,
-                        LoadEffect::ratio);
+                        cpu_load_effect(device));
       },
       rule);
 }
@@ -115,7 +124,7 @@ void grade_speed_checked(const std::string& what, const std::function<Out(int64_
         }
         first += std::max(static_cast<int64_t>(outputs.size()), best_calls);
         return Evidence(timed.per_round([](const std::vector<double>& ms) { return ms[1] / ms[0]; }), timed.contention,
-                        LoadEffect::ratio);
+                        cpu_load_effect(device));
       },
       rule);
   EXPECT_TRUE(wrong.empty()) << what << ": a timed result is wrong, so its speed earns nothing: " << wrong;
