@@ -281,8 +281,8 @@ def undecided_why(q1, q3, spread, load, full, zero, samples, cpus=1):
     much first."""
     if load <= MAX_LOAD and spread <= MAX_SPREAD:
         return ""
-    slack = cpus / (cpus - load) if load < cpus else math.inf
-    if q3 * slack <= zero or q1 / slack >= full:
+    slack = load_slack(load, cpus)
+    if same_share(q1, q3, slack, full, zero):
         return ""
     if load > MAX_LOAD:
         return (f"other programs used {load:.2f} of a core (at most {MAX_LOAD} decides, unless even a side slowed "
@@ -296,9 +296,19 @@ def clear_share(fractions, loads, full, zero, cpus):
     one side alone (undecided_why's widening). A result near a threshold runs every round."""
     if len(fractions) < CLEAR_ROUNDS:
         return False
-    load = max(loads)
-    slack = cpus / (cpus - load) if load < cpus else math.inf
-    return max(fractions) * slack <= zero or min(fractions) / slack >= full
+    return same_share(min(fractions), max(fractions), load_slack(max(loads), cpus), full, zero)
+
+
+def load_slack(load, cpus):
+    """How many times slower a side on @p cpus CPUs can run when other programs take @p load cores of them: it is
+    left all but that many (infinite when they take them all)."""
+    return cpus / (cpus - load) if load < cpus else math.inf
+
+
+def same_share(low, high, slack, full, zero):
+    """Whether every value from @p low to @p high earns the same share, all of the points or none, even each
+    moved @p slack times towards the other threshold."""
+    return high * slack <= zero or low / slack >= full
 
 
 def quartiles(values):

@@ -1,6 +1,7 @@
 """The placeholders a docs page may hold (standard library only): {{run:...}}, a value of a lab's kept run,
-{{points:...}}, a graded exercise's declared points or speed rule, and {{questions:NN}}, lab NN's questions; each filled for the page (fill_placeholders, fill_questions) and checked
-before the docs are built (placeholder_problems, question_problems)."""
+{{points:...}}, a graded exercise's declared points or speed rule, and {{questions:NN}}, lab NN's questions; each
+filled for the page (fill_placeholders, fill_questions) and checked before the docs are built (placeholder_problems,
+question_problems)."""
 import re
 import sys
 
