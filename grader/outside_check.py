@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import exercise_table  # noqa: E402
 import sandbox  # noqa: E402
 from processes import graded_env, last_said, listed  # noqa: E402,F401
 
@@ -103,15 +104,28 @@ def check_lab(student, reference, lab, run_dir, budgets, hidden):
               file=sys.stderr)
 
 
+def listing_problems(program, lab):
+    """Where @p program's lists differ from what the lab's table (tests/labNN/points.tsv, column outside) declares
+    checked, timed and raced outside: a verdict under a name the table does not declare would be read by no one,
+    and a declared check that does not run would leave its exercise unchecked. An exercise that needs a GPU is
+    listed only by a program built for one, on a machine with one."""
+    rows = exercise_table.read_table(lab)
+    table = exercise_table.table_path(lab).relative_to(exercise_table.ROOT)
+    problems = []
+    for kind, command in (("checked", "list"), ("timed", "list-timed"), ("raced", "list-raced")):
+        names = {line.split()[0] for line in listed(program, command)}
+        declared = {row["exercise"] for row in rows if row["outside"] == kind}
+        required = {row["exercise"] for row in rows if row["outside"] == kind and row["needs"] != "gpu"}
+        problems += [f"{name}: `{program.name} {command}` lists it, but {table} does not declare it outside {kind}"
+                     for name in sorted(names - declared)]
+        problems += [f"{name}: {table} declares it outside {kind}, but `{program.name} {command}` does not list it"
+                     for name in sorted(required - names)]
+    return problems
+
+
 def selftest(program):
     """The reference's outputs pass its own check; a changed byte, a cut file and a bad seed do not."""
-    problems = []
-    # Every checked exercise is one of the lab's graded exercises (tests/labNN/points.tsv): a verdict under any
-    # other name would be read by no one.
-    lab = program.name.removeprefix("checked_lab")
-    points = Path(__file__).resolve().parents[1] / f"tests/lab{lab}/points.tsv"
-    graded = {line.split("\t")[0] for line in points.read_text().splitlines()[1:] if line.strip()}
-    problems += [f"{name}: not an exercise of {points}" for name in listed(program) if name not in graded]
+    problems = listing_problems(program, program.name.removeprefix("checked_lab"))
     with tempfile.TemporaryDirectory() as scratch:
         for exercise in listed(program):
             seed = secrets.randbits(62)

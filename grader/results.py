@@ -13,7 +13,8 @@ A test passes only when its record ends "passed" AND its process exited 0: a tes
 counts only when GoogleTest itself recorded it (GTEST_SKIP(): no GPU here).
 
 A lab's graded tests are the GoogleTest suites Lab<NN>_<exercise>; tests/lab<NN>/points.tsv gives each
-exercise's points, README anchor and time budget per test (budget_s, the tests' CTest TIMEOUT). An exercise
+exercise's points, README anchor and time budget per test (budget_s, the tests' CTest TIMEOUT; read by
+exercise_table). An exercise
 passes when every test of its suite passed and, where ./lab grade checked it outside the student's process
 (RUN_DIR/checked/), that check passed; a skipped test makes it skipped, never passed.
 Standard library only.
@@ -22,11 +23,14 @@ import math
 import os
 import re
 import signal
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grader"))
+import exercise_table  # noqa: E402
 
 
 @dataclass
@@ -66,13 +70,8 @@ class Exercise:
 
 
 def read_points(lab):
-    path = ROOT / f"tests/lab{lab}/points.tsv"
-    if not path.exists():
-        return []
-    rows = [line.split("\t") for line in path.read_text().splitlines()[1:] if line.strip()]
-    return [Exercise(lab, row[0], float(row[1]), row[2].strip() if len(row) > 2 else "",
-                     float(row[3]) if len(row) > 3 and row[3].strip() else 0,
-                     gpu=len(row) > 4 and row[4].strip() == "gpu") for row in rows]
+    return [Exercise(lab, row["exercise"], float(row["points"]), row["readme_anchor"], float(row["budget_s"] or 0),
+                     gpu=row["needs"] == "gpu") for row in exercise_table.read_table(lab)]
 
 
 def gpu_only_outside(run, exercises):

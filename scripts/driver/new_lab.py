@@ -228,7 +228,7 @@ once `./lab docs --refresh-results ${NN}` has made it.
 `solutions/${FOLDER}/exercise.cpp`.
 """
 
-POINTS = "exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\n${FUNCTION}\t10\tthe-exercise\t10\n"
+POINTS = "exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\toutside\n${FUNCTION}\t10\tthe-exercise\t10\n"
 
 GRADED = """\
 // Lab ${NN} graded tests: your ${FUNCTION} (labs/${FOLDER}/exercise.cpp). Run them with ./lab check ${NN}.

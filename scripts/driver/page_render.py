@@ -13,8 +13,10 @@ SUFFIX = ".in"
 
 
 def sources():
-    """Every page source: the lessons' labs/NN_topic/README.md.in and the docs' docs/NAME.md.in."""
-    return sorted(ROOT.glob("labs/[0-9][0-9]_*/README.md.in")) + sorted(ROOT.glob("docs/*.md.in"))
+    """Every page source: the project's README.md.in, the lessons' labs/NN_topic/README.md.in and the docs'
+    docs/NAME.md.in."""
+    return (sorted(ROOT.glob("README.md.in")) + sorted(ROOT.glob("labs/[0-9][0-9]_*/README.md.in")) +
+            sorted(ROOT.glob("docs/*.md.in")))
 
 
 def target(source):

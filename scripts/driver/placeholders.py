@@ -1,11 +1,13 @@
 """The placeholders a docs page may hold (standard library only): {{run:...}}, a value of a lab's kept run,
-{{points:...}}, a graded exercise's declared points or speed rule, and {{questions:NN}}, lab NN's questions; each
-filled for the page (fill_placeholders, fill_questions) and checked before the docs are built (placeholder_problems,
-question_problems)."""
+{{points:...}}, a graded exercise's declared points or speed rule, {{count:...}}, a count of the declared
+exercises, and {{questions:NN}}, lab NN's questions; each filled for the page (fill_placeholders, fill_questions)
+and checked before the docs are built (placeholder_problems, question_problems)."""
 import re
 import sys
 
 from kept_runs import ROOT, kept_report, lab_folder, run_machine
+sys.path.insert(0, str(ROOT / "grader"))
+import exercise_table  # noqa: E402  (the graded exercises' tables, tests/labNN/points.tsv)
 from page_markdown import OBSERVE_HEADING, cell, outside_code, prose
 
 
@@ -32,21 +34,36 @@ POINTS = re.compile(r"\{\{points:(?P<lab>\d\d):(?P<exercise>[a-z0-9_]+)\.(?P<fie
 
 def resolve_points(match):
     text, lab = match.group(0), match.group("lab")
-    path = ROOT / f"tests/lab{lab}/points.tsv"
-    if not path.exists():
-        raise PlaceholderError(f"{text}: lab {lab} has no graded exercises (tests/lab{lab}/points.tsv)")
-    header, *rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    row = next((r for r in rows if r[0] == match.group("exercise")), None)
+    try:
+        rows = exercise_table.read_table(lab)
+    except exercise_table.TableError as error:
+        raise PlaceholderError(f"{text}: {error}") from None
+    if not rows:
+        raise PlaceholderError(f"{text}: lab {lab} has no graded exercises ({exercise_table.table_path(lab)})")
+    row = next((r for r in rows if r["exercise"] == match.group("exercise")), None)
     if row is None:
         raise PlaceholderError(f"{text}: tests/lab{lab}/points.tsv has no exercise '{match.group('exercise')}'")
     field = match.group("field")
-    if field not in header[1:] or field in ("readme_anchor", "needs"):
+    if field not in ("points", "budget_s", "speed_full", "speed_zero"):
         raise PlaceholderError(f"{text}: '{field}' is not a number of points.tsv (points, budget_s, speed_full, "
                                "speed_zero)")
-    value = row[header.index(field)].strip() if header.index(field) < len(row) else ""
-    if not value:
+    if not row[field]:
         raise PlaceholderError(f"{text}: {match.group('exercise')} declares no {field}")
-    return value
+    return row[field]
+
+
+# {{count:NAME}}: how many of every lab's declared exercises are of kind NAME (exercise_table.COUNTS: exercises,
+# speed_exercises, checked_outside, checked_outside_on_gpu, speed_outside), so no page types a count by hand.
+COUNT = re.compile(r"\{\{count:(?P<name>[a-z_]+)\}\}")
+
+
+def resolve_count(match):
+    if match.group("name") not in exercise_table.COUNTS:
+        raise PlaceholderError(f"{match.group(0)}: no such count (one of {', '.join(exercise_table.COUNTS)})")
+    try:
+        return str(exercise_table.count(match.group("name")))
+    except exercise_table.TableError as error:
+        raise PlaceholderError(f"{match.group(0)}: {error}") from None
 
 
 def resolve(match):
@@ -98,15 +115,16 @@ def fill_placeholders(text):
     bad one."""
     for match in reversed(outside_code(PLACEHOLDER, text)):
         text = text[:match.start()] + resolve(match) + text[match.end():]
-    for match in reversed(outside_code(POINTS, text)):
-        text = text[:match.start()] + resolve_points(match) + text[match.end():]
+    for pattern, resolver in ((POINTS, resolve_points), (COUNT, resolve_count)):
+        for match in reversed(outside_code(pattern, text)):
+            text = text[:match.start()] + resolver(match) + text[match.end():]
     return text
 
 
 def placeholder_problems(path):
     text = path.read_text(encoding="utf-8")
     problems = []
-    for pattern, resolver in ((PLACEHOLDER, resolve), (POINTS, resolve_points)):
+    for pattern, resolver in ((PLACEHOLDER, resolve), (POINTS, resolve_points), (COUNT, resolve_count)):
         for match in outside_code(pattern, text):
             try:
                 resolver(match)

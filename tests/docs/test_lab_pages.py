@@ -56,6 +56,8 @@ class ScratchCopy(unittest.TestCase):
                        "page_figures.py", "page_render.py", "predictions.py", "lab_list.py", "speedrun_records.py",
                        "common.sh"):
             shutil.copy(REPO / "scripts" / "driver" / script, self.root / "scripts" / "driver")
+        (self.root / "grader").mkdir()
+        shutil.copy(REPO / "grader" / "exercise_table.py", self.root / "grader")  # the {{points}} and {{count}}
         files = {
             "labs/01_demo/README.md.in": README,
             "labs/01_demo/CMakeLists.txt": "speedlabs_add_lab(ID 01 SOURCES experiment.cpp)\n",
@@ -311,7 +313,7 @@ class ScratchCopy(unittest.TestCase):
     def test_a_points_placeholder_reads_the_exercises_one_declaration(self):
         points = self.root / "tests" / "lab01" / "points.tsv"
         points.parent.mkdir(parents=True)
-        points.write_text("exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\n"
+        points.write_text("exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\toutside\n"
                           "solve\t10\tthe-exercise\t10\nsolve_speed\t5\tthe-exercise\t120\t\t1/3\t0.1\n", encoding="utf-8")
         readme = self.root / "labs" / "01_demo" / "README.md.in"
         readme.write_text(README + "Full points from {{points:01:solve_speed.speed_full}}, "

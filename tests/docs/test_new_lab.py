@@ -31,6 +31,7 @@ class NewLab(unittest.TestCase):
         (self.root / "grader").mkdir()
         shutil.copy(REPO / "lab", self.root)
         shutil.copy(REPO / "grader" / "build.sh", self.root / "grader")  # the driver sources it
+        shutil.copy(REPO / "grader" / "exercise_table.py", self.root / "grader")  # the pages' {{points}}, {{count}}
         # every driver script, so that new_lab.py and lab_pages.py find whatever module they import
         for script in [*(REPO / "scripts" / "driver").glob("*.py"), REPO / "scripts" / "driver" / "common.sh"]:
             shutil.copy(script, self.root / "scripts" / "driver")
@@ -81,7 +82,7 @@ class NewLab(unittest.TestCase):
         self.assertIn("TEST(Lab15_sum_of_squares,", self.text("tests/lab15/graded.cpp"))
         self.assertIn("FromTheSmokeRun", self.text("tests/lab15/test_demo.cpp"))
         self.assertEqual(self.text("tests/lab15/points.tsv").splitlines(),
-                         ["exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero",
+                         ["exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\toutside",
                           "sum_of_squares\t10\tthe-exercise\t10"])
         # The lesson: its table lists exactly the one observation the experiment records.
         sys.path.insert(0, str(self.root / "scripts" / "driver"))
