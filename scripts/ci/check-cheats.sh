@@ -17,7 +17,9 @@
 #      check runs threads in the sandbox); a submission one folder off is graded as the stubs with a warning;
 #   3. a right but slow lab 01 and lab 10, and lab 13's stub trainer, each with a clock_gettime of its own, which fools a
 #      timing in its process, earn no speed points: the speed is timed (grader/outside_timing.py) or raced
-#      (grader/outside_race.py) outside it;
+#      (grader/outside_race.py) outside it; lab 13's trainer also starts a helper that spins on the race's CPU
+#      whenever the trainer is stopped (the baseline's turn), which earns nothing as long as the race stops the
+#      whole sandbox (and, were a helper to escape the stop, the load it makes leaves the race undecided);
 #   4. limits: a fork bomb and a memory hog (lab 12) and a build that never ends (lab 08) cost their labs' points
 #      with the reason in the row, and the grade goes on (--labs 12,08: a later lab first);
 #   5. SIGTERM to ./lab grade while a test runs ends the grader and the test processes at once, and leaves
@@ -77,7 +79,7 @@ print("  honest labs 02, 04 and 05: " + (", ".join(short) or "every exercise its
 sys.exit(1 if short or not tests else 0)
 PY
 
-part "a right but slow lab 01, lab 10 and lab 13 trainer whose own clock_gettime hides their time earn no speed points"
+part "a right but slow lab 01, lab 10 and lab 13 trainer whose own clock_gettime hides their time, and a helper that spins in the baseline's turns, earn no speed points"
 python3 tests/grading/cheats/submission.py clock "$scratch/clock"
 ./lab grade --submission "$scratch/clock" --labs 01,10,13 --out "$scratch/clock-grade" >"$scratch/clock.log" 2>&1 ||
   { cat "$scratch/clock.log" >&2; die "./lab grade failed on the clock submission"; }

@@ -8,7 +8,8 @@
                                   hides its time (CLOCK, graded on its own: lab 01's other attacks would hide it);
                                   FOLDER/10_data_parallel/exercise.cpp: a right but slow wait for the gradients,
                                   its time hidden the same way; FOLDER/13_speedrun/exercise.cpp: the stub trainer
-                                  hiding its steps' time the same way
+                                  hiding its steps' time the same way, with a helper that spins while the baseline
+                                  races (HELPER_STEP)
   submission.py verify-clock RESULTS
   submission.py limits FOLDER     FOLDER/12_fusion/exercise.cpp: a fork bomb and a memory hog;
                                   FOLDER/08_memory/exercise.cpp: a build that never ends (its test listing sleeps)
@@ -218,6 +219,23 @@ CLOCK_STEP = (
     "static thread_local int depth = 0; if (depth == 0) { ++depth; timespec a, b; "
     "::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); step(); ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); "
     "hidden_ns += ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec) * 9 / 10; --depth; return; }")
+# A helper that would slow the other side: on the trainer's first step in the grader's race (its command line says
+# "race"), a double-forked daemon that shares the race's one CPU and spins only while the trainer is stopped, that
+# is while the baseline has its turn. Were it left running then, the baseline would take about twice its time and
+# the stub would score about 2 (full points); stopped with the rest of its sandbox, it never runs.
+HELPER_INCLUDES = "#include <cstdio>\n#include <cstring>\n#include <fcntl.h>\n#include <sys/wait.h>\n"
+HELPER_STEP = (
+    "static bool helper_started = false; if (!helper_started) { helper_started = true; char c[4096] = {0}; "
+    "int f = ::open(\"/proc/self/cmdline\", O_RDONLY); ssize_t n = f < 0 ? 0 : ::read(f, c, sizeof c - 1); "
+    "if (f >= 0) ::close(f); for (ssize_t i = 0; i < n; ++i) if (!c[i]) c[i] = ' '; const pid_t trainer = ::getpid(); "
+    "pid_t first = std::strstr(c, \" race \") ? ::fork() : -1; if (first == 0) { ::setsid(); if (::fork() == 0) { "
+    "char path[64]; std::snprintf(path, sizeof path, \"/proc/%d/stat\", static_cast<int>(trainer)); "
+    "for (int i = 0; i < 900000; ++i) { char st[512] = {0}; int g = ::open(path, O_RDONLY); if (g < 0) break; "
+    "(void)!::read(g, st, sizeof st - 1); ::close(g); const char* p = std::strrchr(st, ')'); "
+    "if (p && p[1] && p[2] == 'T') { timespec a, b; ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); "
+    "do ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); while ((b.tv_sec - a.tv_sec) * 1000000000LL + "
+    "b.tv_nsec - a.tv_nsec < 1000000LL); } else { ::usleep(1000); } } } ::_exit(0); } "
+    "if (first > 0) ::waitpid(first, nullptr, 0); }")
 # What ./lab grade must give lab 01 of that submission: right answers, and no speed points (0 of 5, or not scored
 # where the machine was too busy to decide: either way nothing earned).
 EXPECTED_CLOCK = {
@@ -308,8 +326,8 @@ def clock(folder):
     text = (ROOT / "labs/13_speedrun/exercise.cpp").read_text()
     step = "  void step() override {"
     assert text.count(step) == 1, "cheats: lab 13's stub has no step() to attack"
-    text = text.replace(step, step + " " + CLOCK_STEP).replace('#include "exercise.h"\n',
-                                                              '#include "exercise.h"\n' + CLOCK_INCLUDES)
+    text = text.replace(step, step + " " + HELPER_STEP + " " + CLOCK_STEP).replace(
+        '#include "exercise.h"\n', '#include "exercise.h"\n' + CLOCK_INCLUDES + HELPER_INCLUDES)
     (folder / "13_speedrun" / "exercise.cpp").write_text(text.replace("namespace lab13 {", CLOCK_TRAINER +
                                                                       "namespace lab13 {", 1))
 
