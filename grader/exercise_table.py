@@ -15,6 +15,7 @@ left out:
 The lab's checked program must list exactly the exercises declared checked, timed and raced (its selftest, a
 CTest of the reference build, compares them).
 """
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,22 +37,47 @@ def read_table(lab):
     path = table_path(lab)
     if not path.exists():
         return []
-    header, *lines = path.read_text(encoding="utf-8").splitlines()
+    header, *lines = path.read_text(encoding="utf-8").splitlines() or [""]
+    path = path.relative_to(ROOT)  # as the messages name it
     if tuple(header.split("\t")) != COLUMNS:
         raise TableError(f"{path}: the header must be the columns {', '.join(COLUMNS)}, tab-separated")
     rows = []
     for number, line in enumerate(lines, start=2):
-        values = line.split("\t")
         if not line.strip():
             continue
+        values = line.split("\t")
         if len(values) > len(COLUMNS):
             raise TableError(f"{path}:{number}: {len(values)} columns, the header has {len(COLUMNS)}")
         row = dict(zip(COLUMNS, [v.strip() for v in values] + [""] * (len(COLUMNS) - len(values))))
-        if row["outside"] not in ("",) + OUTSIDE_KINDS:
-            raise TableError(f"{path}:{number}: outside is '{row['outside']}', not one of {', '.join(OUTSIDE_KINDS)} "
-                             "or empty")
+        problem = row_problem(row, [r["exercise"] for r in rows])
+        if problem:
+            raise TableError(f"{path}:{number}: {problem}")
         rows.append(row)
     return rows
+
+
+def row_problem(row, earlier):
+    """What is wrong with one row of a table whose rows above it name @p earlier, or ""."""
+    name, speed = row["exercise"], is_speed(row)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return f"'{name}' is not an exercise function's name"
+    if name in earlier:
+        return f"{name} is declared twice"
+    for column in ("points", "budget_s"):
+        try:
+            if not float(row[column]) > 0:
+                raise ValueError
+        except ValueError:
+            return f"{name}: {column} must be a number above 0, not '{row[column]}'"
+    if row["needs"] not in ("", "gpu"):
+        return f"{name}: needs is '{row['needs']}', not gpu or empty"
+    if row["outside"] not in ("",) + OUTSIDE_KINDS:
+        return f"{name}: outside is '{row['outside']}', not one of {', '.join(OUTSIDE_KINDS)} or empty"
+    if row["outside"] and (row["outside"] != "checked") != speed:
+        return (f"{name}: outside {row['outside']} is for " +
+                ("an exercise's outputs, not its speed (timed or raced)" if speed else "a speed exercise (<function>"
+                 "_speed); an exercise's outputs are checked"))
+    return ""
 
 
 def labs():

@@ -23,14 +23,13 @@ import math
 import os
 import re
 import signal
-import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import exercise_table  # beside this file, as the grader's other modules
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grader"))
-import exercise_table  # noqa: E402
 
 
 @dataclass

@@ -79,7 +79,8 @@ print("  honest labs 02, 04 and 05: " + (", ".join(short) or "every exercise its
 sys.exit(1 if short or not tests else 0)
 PY
 
-part "a right but slow lab 01, lab 10 and lab 13 trainer whose own clock_gettime hides their time, and a helper that spins in the baseline's turns, earn no speed points"
+part "a right but slow lab 01, lab 10 and lab 13 trainer hiding their time behind their own clock_gettime (and a" \
+  "helper spinning in the baseline's turns) earn no speed points"
 python3 tests/grading/cheats/submission.py clock "$scratch/clock"
 ./lab grade --submission "$scratch/clock" --labs 01,10,13 --out "$scratch/clock-grade" >"$scratch/clock.log" 2>&1 ||
   { cat "$scratch/clock.log" >&2; die "./lab grade failed on the clock submission"; }

@@ -27,6 +27,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from page_render import rendered  # noqa: E402  (README.md is what ./lab docs --render would write)
+from placeholders import exercise_table  # noqa: E402  (the graded exercises' tables: points.tsv's header)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FUNCTION = "sum_of_squares"  # the placeholder exercise
@@ -228,7 +229,7 @@ once `./lab docs --refresh-results ${NN}` has made it.
 `solutions/${FOLDER}/exercise.cpp`.
 """
 
-POINTS = "exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\toutside\n${FUNCTION}\t10\tthe-exercise\t10\n"
+POINTS = "\t".join(exercise_table.COLUMNS) + "\n${FUNCTION}\t10\tthe-exercise\t10\n"
 
 GRADED = """\
 // Lab ${NN} graded tests: your ${FUNCTION} (labs/${FOLDER}/exercise.cpp). Run them with ./lab check ${NN}.
@@ -324,8 +325,10 @@ def write(number, topic):
             made.append(top)
         for path, text in files(number, topic).items():
             (ROOT / path).write_text(text, encoding="utf-8")
-        source = ROOT / "labs" / folder / "README.md.in"
-        source.with_name("README.md").write_text(rendered(source), encoding="utf-8")
+        # The lesson, then the project's README, whose counts of exercises now include the new one.
+        for source in (ROOT / "labs" / folder / "README.md.in", ROOT / "README.md.in"):
+            if source.exists():
+                source.with_name("README.md").write_text(rendered(source), encoding="utf-8")
     except BaseException as error:
         for top in made:
             shutil.rmtree(top, ignore_errors=True)

@@ -1,5 +1,7 @@
-"""Pages rendered from their sources (standard library only). A page with figures from the kept runs or a lab's
-questions is written as a source, PAGE.md.in, holding {{run:...}} and {{questions:NN}} placeholders; the page a
+"""Pages rendered from their sources (standard library only). A page with figures from the kept runs, a lab's
+questions, an exercise's points or counts of the exercises is written as a source, PAGE.md.in (the project's
+README.md.in, a lesson's, a docs page's), holding {{run:...}}, {{questions:NN}}, {{points:...}} and {{count:...}}
+placeholders (placeholders.py); the page a
 reader opens, in an editor, on a code host or in the HTML docs, is PAGE.md, rendered from it with the kept runs'
 values and committed beside it. `./lab docs --render` writes the pages; `./lab docs` (and so CI) fails while a
 committed page is not what its source and the kept runs give.

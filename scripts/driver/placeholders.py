@@ -6,7 +6,7 @@ import re
 import sys
 
 from kept_runs import ROOT, kept_report, lab_folder, run_machine
-sys.path.insert(0, str(ROOT / "grader"))
+sys.path.append(str(ROOT / "grader"))
 import exercise_table  # noqa: E402  (the graded exercises' tables, tests/labNN/points.tsv)
 from page_markdown import OBSERVE_HEADING, cell, outside_code, prose
 
@@ -39,7 +39,7 @@ def resolve_points(match):
     except exercise_table.TableError as error:
         raise PlaceholderError(f"{text}: {error}") from None
     if not rows:
-        raise PlaceholderError(f"{text}: lab {lab} has no graded exercises ({exercise_table.table_path(lab)})")
+        raise PlaceholderError(f"{text}: lab {lab} has no graded exercises (tests/lab{lab}/points.tsv)")
     row = next((r for r in rows if r["exercise"] == match.group("exercise")), None)
     if row is None:
         raise PlaceholderError(f"{text}: tests/lab{lab}/points.tsv has no exercise '{match.group('exercise')}'")

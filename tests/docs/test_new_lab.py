@@ -20,6 +20,10 @@ MADE = ["labs/15_demo/CMakeLists.txt", "labs/15_demo/main.cpp", "labs/15_demo/ex
         "labs/15_demo/experiment.cpp", "labs/15_demo/exercise.h", "labs/15_demo/exercise.cpp",
         "labs/15_demo/README.md.in", "labs/15_demo/README.md", "solutions/15_demo/exercise.cpp",
         "tests/lab15/points.tsv", "tests/lab15/graded.cpp", "tests/lab15/test_demo.cpp"]
+sys.path.insert(0, str(REPO / "grader"))
+import exercise_table  # noqa: E402
+
+HEADER = "\t".join(exercise_table.COLUMNS)  # points.tsv's header line
 LONG_AGO = 1_000_000_000  # labs/CMakeLists.txt's time before a run: ./lab new makes it newer
 
 
@@ -41,7 +45,8 @@ class NewLab(unittest.TestCase):
             "labs/01_first/README.md": "# Lab 01: first {#lab01}\n",
             "labs/01_first/exercise.cpp": "// the stub\n",
             "solutions/01_first/exercise.cpp": "// the answer\n",
-            "tests/lab01/points.tsv": "exercise\tpoints\treadme_anchor\tbudget_s\tneeds\n",
+            "tests/lab01/points.tsv": HEADER + "\nfirst\t10\tthe-exercise\t10\n",
+            "README.md.in": "{{count:exercises}} exercises\n",
             "docs/mainpage.md": "# demo {#mainpage}\n",
         }
         for name, text in files.items():
@@ -82,7 +87,7 @@ class NewLab(unittest.TestCase):
         self.assertIn("TEST(Lab15_sum_of_squares,", self.text("tests/lab15/graded.cpp"))
         self.assertIn("FromTheSmokeRun", self.text("tests/lab15/test_demo.cpp"))
         self.assertEqual(self.text("tests/lab15/points.tsv").splitlines(),
-                         ["exercise\tpoints\treadme_anchor\tbudget_s\tneeds\tspeed_full\tspeed_zero\toutside",
+                         [HEADER,
                           "sum_of_squares\t10\tthe-exercise\t10"])
         # The lesson: its table lists exactly the one observation the experiment records.
         sys.path.insert(0, str(self.root / "scripts" / "driver"))
@@ -96,6 +101,10 @@ class NewLab(unittest.TestCase):
         for heading in ("**What it teaches.**", "## Key concepts / APIs", "## Run it",
                         "## What you should observe, and why", "## The exercise"):
             self.assertIn(heading, self.text("labs/15_demo/README.md.in"))
+
+    def test_the_projects_readme_counts_the_new_exercise(self):
+        self.assertEqual(self.lab("new", "15", "demo").returncode, 0)
+        self.assertTrue(self.text("README.md").startswith("2 exercises\n"), self.text("README.md"))
 
     def test_the_pages_and_the_answers_checks_pass(self):
         self.assertEqual(self.lab("new", "15", "demo").returncode, 0)

@@ -7,7 +7,7 @@ and the pages' {{count:...}} placeholders count the tables.
 
 Needs no build: the checked programs here are shell scripts that print their lists.
 """
-import os
+import re
 import stat
 import sys
 import tempfile
@@ -84,6 +84,37 @@ class Tables(FakeLab):
         self.table("a\t10\tthe-exercise\t20\t\t\t\tchecks")
         with self.assertRaisesRegex(exercise_table.TableError, "outside is 'checks'"):
             exercise_table.read_table("99")
+
+
+    def test_a_malformed_row_is_refused_with_its_line(self):
+        for rows, said in (((), "header"),
+                           (("a\t10\tthe-exercise\t20", "a\t5\tthe-exercise\t20"), ":3: a is declared twice"),
+                           (("a\tten\tthe-exercise\t20",), "points must be a number"),
+                           (("a\t10\tthe-exercise",), "budget_s must be a number"),
+                           (("a\t10\tthe-exercise\t20\tGPU",), "needs is 'GPU'"),
+                           (("a_speed\t5\tthe-exercise\t60\t\t0.5\t0.25\tchecked",),
+                            "is for an exercise's outputs, not its speed"),
+                           (("a\t10\tthe-exercise\t20\t\t\t\ttimed",), "is for a speed exercise")):
+            with self.subTest(said=said):
+                if rows:
+                    self.table(*rows)
+                else:
+                    (self.root / "tests/lab99/points.tsv").write_text("")
+                with self.assertRaisesRegex(exercise_table.TableError, re.escape(said)):
+                    exercise_table.read_table("99")
+
+    def test_every_declared_outside_check_is_named_in_its_labs_checked_program(self):
+        # The selftest compares the lists of a built checked program; this needs no build, and covers the GPU
+        # exercises, which a CPU build leaves out of its lists.
+        with mock.patch.object(exercise_table, "ROOT", ROOT):
+            for lab in exercise_table.labs():
+                declared = [row["exercise"] for row in exercise_table.read_table(lab) if row["outside"]]
+                source = ROOT / f"tests/lab{lab}/checked.cpp"
+                if declared:
+                    self.assertTrue(source.exists(), f"lab {lab} declares outside checks but has no {source}")
+                    text = source.read_text(encoding="utf-8")
+                    for name in declared:
+                        self.assertIn(f'"{name}"', text, f"{name} is declared outside but not named in {source}")
 
 
 class Listings(FakeLab):

@@ -219,17 +219,20 @@ CLOCK_STEP = (
     "static thread_local int depth = 0; if (depth == 0) { ++depth; timespec a, b; "
     "::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); step(); ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); "
     "hidden_ns += ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec) * 9 / 10; --depth; return; }")
-# A helper that would slow the other side: on the trainer's first step in the grader's race (its command line says
-# "race"), a double-forked daemon that shares the race's one CPU and spins only while the trainer is stopped, that
-# is while the baseline has its turn. Were it left running then, the baseline would take about twice its time and
-# the stub would score about 2 (full points); stopped with the rest of its sandbox, it never runs.
+# A helper that would slow the other side: on the trainer's first step in the grader's race (argv[1] is "race"), a
+# double-forked daemon on the race's one CPU that spins, 1 ms at a time, only while the trainer is stopped, that is
+# while the baseline has its turn (for at most 900,000 looks, about a quarter of an hour). Were it left running
+# then, the baseline would run slower than the stub and the stub would seem faster; the race stops every process of
+# the stub's sandbox, so it never runs then (had one escaped, the load it makes would leave the race undecided).
+# Checked by hand: compiled alone and run as "PROGRAM race", its daemon spins while the program is stopped.
 HELPER_INCLUDES = "#include <cstdio>\n#include <cstring>\n#include <fcntl.h>\n#include <sys/wait.h>\n"
 HELPER_STEP = (
     "static bool helper_started = false; if (!helper_started) { helper_started = true; char c[4096] = {0}; "
     "int f = ::open(\"/proc/self/cmdline\", O_RDONLY); ssize_t n = f < 0 ? 0 : ::read(f, c, sizeof c - 1); "
-    "if (f >= 0) ::close(f); for (ssize_t i = 0; i < n; ++i) if (!c[i]) c[i] = ' '; const pid_t trainer = ::getpid(); "
-    "pid_t first = std::strstr(c, \" race \") ? ::fork() : -1; if (first == 0) { ::setsid(); if (::fork() == 0) { "
-    "char path[64]; std::snprintf(path, sizeof path, \"/proc/%d/stat\", static_cast<int>(trainer)); "
+    "if (f >= 0) ::close(f); const char* arg1 = c + std::strlen(c) + 1; char path[64]; "
+    "std::snprintf(path, sizeof path, \"/proc/%d/stat\", static_cast<int>(::getpid())); "
+    "pid_t first = n > 0 && arg1 < c + n && std::strcmp(arg1, \"race\") == 0 ? ::fork() : -1; "
+    "if (first == 0) { ::setsid(); if (::fork() == 0) { "
     "for (int i = 0; i < 900000; ++i) { char st[512] = {0}; int g = ::open(path, O_RDONLY); if (g < 0) break; "
     "(void)!::read(g, st, sizeof st - 1); ::close(g); const char* p = std::strrchr(st, ')'); "
     "if (p && p[1] && p[2] == 'T') { timespec a, b; ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); "
