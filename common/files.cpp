@@ -176,4 +176,25 @@ void CsvLog::replace_unless_another_run_holds(const std::string& temporary) {
   if (!renamed) throw RuntimeFailure("cannot write '" + path_ + "': " + reason + "; nothing was written");
 }
 
+UnnamedFile::UnnamedFile(const std::string& bytes, const std::string& stem) {
+  std::string path = (std::filesystem::temp_directory_path() / (stem + "-XXXXXX")).string();
+  fd_ = mkstemp(path.data());  // not close-on-exec: a child inherits it
+  if (fd_ < 0) throw RuntimeFailure("cannot create a temporary file in " + path + ": " + std::strerror(errno));
+  ::unlink(path.c_str());
+  for (size_t written = 0; written < bytes.size();) {
+    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd_);
+      throw RuntimeFailure("cannot write a temporary file: " + why);
+    }
+    written += static_cast<size_t>(n);
+  }
+}
+
+UnnamedFile::~UnnamedFile() { ::close(fd_); }
+
+std::string UnnamedFile::path() const { return "/dev/fd/" + std::to_string(fd_); }
+
 }  // namespace speedlabs

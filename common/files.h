@@ -82,4 +82,22 @@ class CsvLog {
   int lines_ = 0;   // lines written after the header
 };
 
+/// Bytes in a temporary file that loses its name as soon as it is made: a child reads it through path()
+/// (/dev/fd/N, inherited), and a SIGKILLed run leaves nothing in the temp folder. RuntimeFailure when it
+/// cannot be made or written.
+class UnnamedFile {
+ public:
+  /// @param bytes what the file holds
+  /// @param stem  the temporary name's start, e.g. "speedlabs-lab06"
+  UnnamedFile(const std::string& bytes, const std::string& stem);
+  ~UnnamedFile();
+  UnnamedFile(const UnnamedFile&) = delete;
+  UnnamedFile& operator=(const UnnamedFile&) = delete;
+  /// The name a child opens it by.
+  std::string path() const;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace speedlabs

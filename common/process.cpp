@@ -222,6 +222,94 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   return result;
 }
 
+LineChild::LineChild(const std::vector<std::string>& argv,
+                     const std::vector<std::pair<std::string, std::string>>& env) {
+  if (argv.empty()) throw RuntimeFailure("LineChild: no program given");
+  int out_pipe[2], in_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw RuntimeFailure(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (pipe2(in_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw RuntimeFailure(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  Fd out_write{out_pipe[1]}, in_read{in_pipe[0]};
+  from_child_ = out_pipe[0];
+  to_child_ = in_pipe[1];
+  ProcessOptions options;
+  options.env = env;
+  std::vector<std::string> args = argv;
+  std::vector<std::string> environment = child_environment(options);
+  auto arg_pointers = pointers(args);
+  auto env_pointers = pointers(environment);
+  try {
+    pid_ = start_child(arg_pointers, env_pointers, in_read.fd, out_write.fd);
+  } catch (...) {
+    ::close(from_child_);
+    ::close(to_child_);
+    throw;
+  }
+}
+
+LineChild::~LineChild() {
+  ::close(to_child_);  // end of input: the child exits on its own
+  int status = 0;
+  for (int i = 0; i < 50 && pid_ > 0; ++i) {  // up to 2.5 s
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      kill(-pid_, SIGKILL);  // whatever it left in its group
+      pid_ = -1;
+    } else {
+      usleep(50'000);
+    }
+  }
+  if (pid_ > 0) end_group(pid_);
+  ::close(from_child_);
+}
+
+void LineChild::send(const std::string& line) {
+  const std::string bytes = line + "\n";
+  const sighandler_t previous_pipe = signal(SIGPIPE, SIG_IGN);  // a child that exited must not end us
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(to_child_, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  signal(SIGPIPE, previous_pipe);
+  if (written < bytes.size()) throw RuntimeFailure("the child closed its input" + chatter());
+}
+
+std::string LineChild::answer(const std::string& prefix, double timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
+  char buffer[4096];
+  for (;;) {
+    for (size_t end; (end = pending_.find('\n')) != std::string::npos;) {
+      std::string line = pending_.substr(0, end);
+      pending_.erase(0, end + 1);
+      if (line.rfind(prefix, 0) == 0) return line;
+      chatter_.push_back(std::move(line));
+      if (chatter_.size() > 8) chatter_.erase(chatter_.begin());
+    }
+    if (g_stop_signal != 0) throw RuntimeFailure("interrupted while waiting for a child's answer");
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > timeout_s)
+      throw RuntimeFailure("no answer from the child in " + std::to_string(timeout_s) + " s" + chatter());
+    pollfd waiting{from_child_, POLLIN, 0};
+    if (poll(&waiting, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(from_child_, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw RuntimeFailure("the child exited" + chatter());
+    pending_.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+std::string LineChild::chatter() const {
+  std::string text;
+  for (const auto& line : chatter_) text += "\n    " + line;
+  return text.empty() ? "" : ", its last lines:" + text;
+}
+
 void require_program(const std::string& program, const std::string& flag) {
   const auto runnable = [](const std::string& path) {
     struct stat info {};

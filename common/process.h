@@ -43,6 +43,40 @@ struct ProcessResult {
 /// @param options  environment, input, time limit, output capture
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
+/// A child program spoken to a line at a time: lines go to its standard input, its answers are read from its
+/// output (stdout and stderr together), one line each. Started like run_process's children: from an argv
+/// vector, in a process group of its own, killed when this process dies; the destructor closes its input,
+/// gives it a moment to exit and then ends its group, so it never outlives its owner.
+class LineChild {
+ public:
+  /// Starts @p argv (RuntimeFailure when it cannot be started).
+  /// @param argv the program and its arguments, each passed unchanged
+  /// @param env  variables set (or replaced) for the child
+  explicit LineChild(const std::vector<std::string>& argv,
+                     const std::vector<std::pair<std::string, std::string>>& env = {});
+  ~LineChild();
+  LineChild(const LineChild&) = delete;
+  LineChild& operator=(const LineChild&) = delete;
+
+  /// Writes @p line and a newline to the child's input; RuntimeFailure when the child has closed it.
+  void send(const std::string& line);
+
+  /// The next line of the child's output that starts with @p prefix; the lines before it are kept (chatter()).
+  /// RuntimeFailure, with the child's last lines, when it exits first, when @p timeout_s passes, or when this
+  /// process is asked to stop.
+  std::string answer(const std::string& prefix, double timeout_s);
+
+  /// The child's last lines that were not answers (a traceback, a warning), for messages.
+  std::string chatter() const;
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string pending_;               // output read but not yet split into lines
+  std::vector<std::string> chatter_;  // the last lines that were not answers
+};
+
 /// Throws UsageError, naming @p flag, unless @p program can be run: an executable file (a path with a
 /// '/'), or one found on PATH. A lab checks its --python this way before any work.
 /// @param program  e.g. "/usr/bin/python3" or "python3"

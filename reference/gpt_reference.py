@@ -22,6 +22,7 @@ Names in the state file: "config" (int64: block_size, vocab_size, n_layer, n_hea
 """
 import argparse
 import math
+import os
 import struct
 import sys
 
@@ -143,6 +144,21 @@ def read_tensor_file(path):
     if offset != len(data):
         raise ValueError(f"{path}: bytes after the last tensor")
     return tensors
+
+
+def write_tensor_file(path, tensors):
+    """Writes {name: float32 or int64 tensor} in the format above, through a temporary file and a rename."""
+    codes = {dtype: code for code, (dtype, _) in DTYPES.items()}
+    chunks = [MAGIC, struct.pack("<II", VERSION, len(tensors))]
+    for name, tensor in tensors.items():
+        tensor = tensor.detach().contiguous().cpu()
+        encoded = name.encode("utf-8")
+        chunks += [struct.pack("<I", len(encoded)), encoded, struct.pack("<BI", codes[tensor.dtype], tensor.dim()),
+                   struct.pack(f"<{tensor.dim()}q", *tensor.shape), tensor.numpy().tobytes()]
+    temporary = f"{path}.partial"
+    with open(temporary, "wb") as f:
+        f.write(b"".join(chunks))
+    os.replace(temporary, path)
 
 
 def compare(name, cpp, ref, failures):

@@ -1,11 +1,8 @@
 #include "python_peers.h"
 
 #include <c10/core/CachingDeviceAllocator.h>
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +10,7 @@
 
 #include "common/build_paths.h"
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/format.h"
 #include "common/process.h"
 #include "common/timer.h"
@@ -33,33 +31,6 @@ struct TemporaryFiles {
     std::error_code ignored;
     for (const auto& path : paths) fs::remove(path, ignored);
   }
-};
-
-// The peers' state (megabytes: the weights and batches) in a temporary file that loses its name as soon as it
-// is made: the child reads it through /dev/fd/N, and a SIGKILLed lab leaves nothing in the temp folder.
-class UnnamedFile {
- public:
-  explicit UnnamedFile(const std::string& bytes) {
-    std::string path = (fs::temp_directory_path() / "speedlabs-lab06-XXXXXX").string();
-    fd_ = mkstemp(path.data());  // not close-on-exec: the child inherits it
-    if (fd_ < 0) throw speedlabs::RuntimeFailure("cannot create a temporary file in " + path + ": " + errno_text());
-    ::unlink(path.c_str());
-    for (size_t written = 0; written < bytes.size();) {
-      const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw speedlabs::RuntimeFailure("cannot write the Python peers' state: " + errno_text());
-      written += static_cast<size_t>(n);
-    }
-  }
-  ~UnnamedFile() { ::close(fd_); }
-  UnnamedFile(const UnnamedFile&) = delete;
-  UnnamedFile& operator=(const UnnamedFile&) = delete;
-  /// The name the child opens it by.
-  std::string path() const { return "/dev/fd/" + std::to_string(fd_); }
-
- private:
-  static std::string errno_text() { return std::strerror(errno); }
-  int fd_ = -1;
 };
 
 // What gpt_peers.py reads: the model's shape, AdamW's constants, the initial weights and the steps' batches.
@@ -147,7 +118,7 @@ std::string read_result(const speedlabs::ProcessResult& process, const Config& c
 std::vector<RungResult> run_python_peers(const Config& config, const c10::Device& device, const Shape& shape,
                                          const gpt::GPTConfig& model_config, const gpt::NamedTensors& weights,
                                          const Batches& batches, std::string& failure) {
-  const UnnamedFile state(peer_state(config, model_config, weights, batches));
+  const speedlabs::UnnamedFile state(peer_state(config, model_config, weights, batches), "speedlabs-lab06");
   const fs::path stem =
       fs::temp_directory_path() / ("speedlabs-lab06-" + std::to_string(getpid()) + "-" + shape.name());
   // The peers' result, and the result while gpt_peers.py writes it.

@@ -101,19 +101,22 @@ void record_score(const Outcome& o, speedlabs::Report& report) {
 
 void record_split(const Outcome& o, speedlabs::Report& report) {
   const auto handed = static_cast<int64_t>(o.baseline.config.train_tokens->size());
-  const bool same_stream = o.trainer.config.train_tokens == o.baseline.config.train_tokens;
+  bool same_stream = o.trainer.config.train_tokens == o.baseline.config.train_tokens;
+  for (const Contender& p : o.peers)
+    same_stream = same_stream && p.config.train_tokens == o.baseline.config.train_tokens;
   const bool disjoint = o.split.train_end <= o.split.validation_begin && handed == o.split.train_end;
-  // How many of the vocabulary's tokens the stream holds: all a trainer's head ever has to tell apart.
-  const std::set<int32_t> distinct(o.split.train->begin(), o.split.train->end());
+  // nanoGPT's boundary, int(0.9 n), of the whole text's n characters.
+  const auto nine_tenths = static_cast<int64_t>(static_cast<double>(o.split.validation_end) * kTrainShare);
+  const bool nanogpt_split = o.split.train_begin == 0 && o.split.train_end == nine_tenths;
   report.check("validation_never_seen",
-               "the trainers are handed the training stream only: the validation split is the last tokens, a copy "
-               "that only the evaluator reads",
+               "every side is handed the training stream only (the first 90% of the characters): the validation "
+               "split is the last 10%, a copy that only the evaluator reads",
                {{"train_tokens", {o.split.train_begin, o.split.train_end}},
                 {"validation_tokens", {o.split.validation_begin, o.split.validation_end}},
                 {"handed_tokens", handed},
-                {"distinct_handed_tokens", static_cast<int64_t>(distinct.size())},
-                {"one_stream_for_both", same_stream}},
-               "training [0, v), validation [v, end), the stream handed ends at v", disjoint && same_stream);
+                {"one_stream_for_all", same_stream}},
+               "training [0, v), validation [v, end), v = int(90% of the characters), the stream handed ends at v",
+               disjoint && same_stream && nanogpt_split);
 }
 
 void record_mfu(const Outcome& o, speedlabs::Report& report) {
@@ -124,12 +127,12 @@ void record_mfu(const Outcome& o, speedlabs::Report& report) {
   for (const Contender* c : {&o.baseline, &o.trainer}) {
     // Every step's model FLOPs over every step's time: a trainer's B may change from step to step.
     const double step_s = std::accumulate(c->step_ms.begin(), c->step_ms.end(), 0.0) / 1000.0;
-    const double per_sequence = speedlabs::gpt_model_flops_per_step(c->config.model, 1, c->config.seq);
+    const double per_sequence = speedlabs::gpt_model_flops_per_step(c->config.model, 1, c->config.recipe.seq);
     const double flops = per_sequence * static_cast<double>(c->sequences());
     const double mfu = speedlabs::mfu(flops, step_s, peak.flops);
     measured[c->name] = {
         {"median_step_ms", median_step_ms(*c)},
-        {"tokens_per_s", step_s > 0 ? static_cast<double>(c->sequences() * c->config.seq) / step_s : 0.0},
+        {"tokens_per_s", step_s > 0 ? static_cast<double>(c->sequences() * c->config.recipe.seq) / step_s : 0.0},
         {"model_flops_per_step", c->steps() > 0 ? flops / c->steps() : 0.0},
         {"mfu", mfu}};
     // Only the baseline is bound to compute every model FLOP; a trainer that skips work the loss does not need
@@ -149,6 +152,37 @@ void record_mfu(const Outcome& o, speedlabs::Report& report) {
       sane, false);
 }
 
+// The Python peer's (eager or compiled) time to the target over the C++ baseline's: the same recipe, the same
+// initial weights and batches, the same run.
+void record_peer(const Outcome& o, const Config& config, const std::string& name, const std::string& id,
+                 const std::string& what, speedlabs::Report& report) {
+  const std::string claim = what +
+                            " to the target over the C++ baseline's: the same recipe, initial weights and "
+                            "batches, raced side by side in one run";
+  const std::string expected = "reported (above 1: Python is slower)";
+  const auto found = std::find_if(o.peers.begin(), o.peers.end(), [&](const Contender& p) { return p.name == name; });
+  std::string why_not;
+  if (config.python.empty()) why_not = "no Python with torch (--python \"\")";
+  if (why_not.empty() && found == o.peers.end()) {
+    why_not = "not raced: compiling takes longer than the quick race (--compiled-peer 1 races it)";
+  }
+  if (why_not.empty() && !found->reached) why_not = "the peer did not reach the target: " + found->failure;
+  if (why_not.empty() && !o.baseline.reached) why_not = "the baseline did not reach the target";
+  if (!why_not.empty()) {
+    report.not_applicable(id, claim, expected, why_not, false);
+    return;
+  }
+  const double ratio = found->total_ms() / o.baseline.total_ms();
+  report.check(id, claim,
+               {{"ratio", ratio},
+                {"peer_s", found->total_ms() / 1000.0},
+                {"peer_init_s", found->init_ms / 1000.0},
+                {"baseline_s", o.baseline.total_ms() / 1000.0},
+                {"peer_steps", found->steps()},
+                {"baseline_steps", o.baseline.steps()}},
+               expected, std::isfinite(ratio) && ratio > 0, false);
+}
+
 }  // namespace
 
 void record_observations(const Outcome& o, const Config& config, speedlabs::Report& report) {
@@ -157,6 +191,8 @@ void record_observations(const Outcome& o, const Config& config, speedlabs::Repo
   record_score(o, report);
   record_split(o, report);
   record_mfu(o, report);
+  record_peer(o, config, "python_eager", "python_peer_vs_baseline", "the Python peer's time (PyTorch eager)", report);
+  record_peer(o, config, "python_compiled", "compiled_peer_vs_baseline", "the torch.compile peer's time", report);
 }
 
 }  // namespace lab13

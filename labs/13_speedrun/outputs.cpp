@@ -19,13 +19,23 @@ namespace lab13 {
 
 using speedlabs::fixed;
 
+namespace {
+
+std::vector<const Contender*> sides(const Outcome& o) {
+  std::vector<const Contender*> all = {&o.baseline, &o.trainer};
+  for (const Contender& p : o.peers) all.push_back(&p);
+  return all;
+}
+
+}  // namespace
+
 void print_outcome(const Outcome& o) {
   speedlabs::Table table;
-  table.left("trainer", 10).right("steps", 7).right("seconds", 10).right("init s", 8).right("tokens/s", 10);
+  table.left("trainer", 16).right("steps", 7).right("seconds", 10).right("init s", 8).right("tokens/s", 10);
   table.right("final val", 10).gap(2).left("outcome", 0);
-  for (const Contender* c : {&o.baseline, &o.trainer}) {
+  for (const Contender* c : sides(o)) {
     const double s = c->total_ms() / 1000.0;
-    const double tokens = static_cast<double>(c->sequences() * c->config.seq);
+    const double tokens = static_cast<double>(c->sequences() * c->config.recipe.seq);
     table.add_row({c->name, std::to_string(c->steps()), fixed(s, 2), fixed(c->init_ms / 1000.0, 2),
                    fixed(s > 0 ? tokens / s : 0.0, 0), c->curve.empty() ? "-" : fixed(c->curve.back().val_loss, 3),
                    c->reached ? "reached the target" : c->failure});
@@ -68,17 +78,19 @@ std::vector<std::string> vector_isas(const std::string& flags) {
 void write_chart(const Outcome& o, const std::string& directory, double target) {
   std::ostringstream script;
   script << "set terminal svg size 900,520 dynamic background rgb 'white'\n";
-  for (const Contender* c : {&o.baseline, &o.trainer}) {
+  std::string plots;
+  for (const Contender* c : sides(o)) {
+    if (c->curve.empty()) continue;
     script << "$" << c->name << " << EOD\n";
     for (const Point& p : c->curve) script << p.seconds << ' ' << std::setprecision(9) << p.val_loss << '\n';
     script << "EOD\n";
+    plots += "$" + c->name + " using 1:2 with linespoints lw 2 title '" + (c == &o.trainer ? "your trainer" : c->name) +
+             "', ";
   }
   script << "set output ARG1\nset title 'Validation loss against timed seconds: '.ARG2\n"
          << "set xlabel 'seconds (init, steps, weights(); validation not timed)'\nset ylabel 'validation loss (nat)'\n"
          << "set grid\nset key top right\n"
-         << "plot $baseline using 1:2 with linespoints lw 2 title 'baseline', "
-         << "$trainer using 1:2 with linespoints lw 2 title 'your trainer', " << target
-         << " with lines dt 2 title 'target'\nunset output\n";
+         << "plot " << plots << target << " with lines dt 2 title 'target'\nunset output\n";
   std::string failure;
   const auto written = speedlabs::write_svgs(script.str(), directory, {"lab13_speedrun"},
                                              {"score " + (o.score > 0 ? fixed(o.score, 2) + "x" : "0")}, failure);
@@ -87,6 +99,27 @@ void write_chart(const Outcome& o, const std::string& directory, double target) 
   } else {
     std::cout << "chart written to " << written.front() << "\n";
   }
+}
+
+// Each Python peer's seconds to the target (null when it did not get there), and why not.
+nlohmann::json peers_of(const Outcome& o) {
+  nlohmann::json peers = nlohmann::json::object();
+  for (const Contender& p : o.peers) {
+    peers[p.name] = {{"seconds", p.reached ? nlohmann::json(p.total_ms() / 1000.0) : nlohmann::json(nullptr)},
+                     {"failure", p.failure}};
+  }
+  return peers;
+}
+
+// Every side's validations as [timed seconds, loss]: what docs/speedrun.md plots.
+nlohmann::json curves_of(const Outcome& o) {
+  nlohmann::json curves = nlohmann::json::object();
+  for (const Contender* c : sides(o)) {
+    nlohmann::json curve = nlohmann::json::array();
+    for (const Point& point : c->curve) curve.push_back({point.seconds, point.val_loss});
+    curves[c->name] = curve;
+  }
+  return curves;
 }
 
 }  // namespace
@@ -104,8 +137,9 @@ nlohmann::json record_of(const Outcome& o, const Config& config) {
             {"width", config.n_embd},
             {"heads", config.n_head},
             {"context", config.block},
-            {"batch", config.batch},
-            {"seq", config.seq},
+            {"batch", config.recipe.batch},
+            {"seq", config.recipe.seq},
+            {"decay_steps", config.recipe.decay_steps},
             {"target", config.target},
             {"step_cap", config.step_cap},
             {"eval_every", config.eval_every}}},
@@ -115,6 +149,8 @@ nlohmann::json record_of(const Outcome& o, const Config& config) {
           {"trainer_s", o.trainer.total_ms() / 1000.0},
           {"baseline_steps", o.baseline.steps()},
           {"trainer_steps", o.trainer.steps()},
+          {"peers", peers_of(o)},
+          {"curves", curves_of(o)},
           {"busy", o.contention.busy()},
           {"techniques", o.trainer.trainer->techniques()}};
 }

@@ -22,7 +22,7 @@ double Contender::total_ms() const {
 
 int64_t Contender::batch() const {
   const int64_t own = trainer ? trainer->batch() : 0;
-  return own > 0 ? own : config.batch;
+  return own > 0 ? own : config.recipe.batch;
 }
 
 int64_t Contender::sequences() const { return std::accumulate(step_batch.begin(), step_batch.end(), int64_t{0}); }
@@ -82,6 +82,30 @@ void show_progress(const std::vector<Contender*>& contenders, const RaceSettings
   std::cerr << (terminal ? "\r\033[K  " : "  ") << line.str() << (terminal ? "" : "\n") << std::flush;
 }
 
+// A contender whose call threw: out of the race, saying where and why.
+void drop_out(Contender& c, int round, const std::string& why) {
+  c.done = true;
+  c.failure = (round == 0 ? std::string("init()") : "step " + std::to_string(c.steps() + 1)) + " failed: " + why;
+}
+
+// Round 0: init(); later rounds: a step, then a validation each time the contender has trained on another
+// settings.eval_every baseline steps' worth of sequences (true: it validated). Counted in sequences, not steps, so a
+// trainer with a larger B is validated as often per character it has seen, and its time to the target is no
+// coarser than the baseline's.
+bool take_turn(Contender& c, int round, const RaceSettings& settings) {
+  if (round == 0) {
+    c.init_ms = speedlabs::time_once_ms([&] { c.trainer->init(c.config); }, kCpu);
+    return false;
+  }
+  c.step_ms.push_back(speedlabs::time_once_ms([&] { c.trainer->step(); }, kCpu));
+  c.step_batch.push_back(c.batch());
+  const int64_t every = settings.eval_every * c.config.recipe.batch;
+  const auto due = static_cast<int64_t>(c.curve.size() + 1) * every;
+  if (c.sequences() < due && c.steps() < settings.step_cap) return false;
+  validate(c, settings);
+  return true;
+}
+
 }  // namespace
 
 speedlabs::Contention race(std::vector<Contender*> contenders, const RaceSettings& settings) {
@@ -98,15 +122,12 @@ speedlabs::Contention race(std::vector<Contender*> contenders, const RaceSetting
       if (c.done) continue;
       any = true;
       speedlabs::stop_if_asked("in round " + std::to_string(round) + " of the race");
-      if (round == 0) {
-        c.init_ms = speedlabs::time_once_ms([&] { c.trainer->init(c.config); }, kCpu);
-        continue;
-      }
-      c.step_ms.push_back(speedlabs::time_once_ms([&] { c.trainer->step(); }, kCpu));
-      c.step_batch.push_back(c.batch());
-      if (c.steps() % settings.eval_every == 0 || c.steps() >= settings.step_cap) {
-        validate(c, settings);
-        validated = true;
+      try {
+        validated = take_turn(c, round, settings) || validated;
+      } catch (const c10::Error& e) {  // a trainer that throws, or a peer that died, is out of the race
+        drop_out(c, round, e.what_without_backtrace());
+      } catch (const std::exception& e) {
+        drop_out(c, round, e.what());
       }
     }
     show_progress(contenders, settings, validated);

@@ -1,7 +1,8 @@
 /// @file labs/13_speedrun/race.h
-/// @brief The race: the baseline and the student's trainer advance round-robin, step by step, the order
-/// alternating every round; each one's time is the sum of its own timed calls; the evaluator's validation every
-/// few steps is not timed; each stops at the target or at the step cap.
+/// @brief The race: the baseline, the student's trainer and the Python peers advance round-robin, step by step,
+/// the order reversing every round; each one's time is the sum of its own timed calls; the evaluator's validation
+/// every few steps' worth of characters is not timed; each stops at the target, at the step cap, or when a call of it
+/// throws.
 #pragma once
 #include <memory>
 #include <string>
@@ -22,7 +23,7 @@ struct Point {
 
 /// One trainer in the race and what it did.
 struct Contender {
-  std::string name;                  ///< "baseline" or "trainer"
+  std::string name;                  ///< "baseline", "trainer", "python_eager", "python_compiled"
   TrainerConfig config;              ///< what it was given
   std::unique_ptr<Trainer> trainer;  ///< the trainer itself
   double init_ms = 0;                ///< init()'s time
@@ -30,7 +31,7 @@ struct Contender {
   std::vector<double> step_ms;       ///< each step's time, in order
   std::vector<int64_t> step_batch;   ///< each step's B (batch() after it), in order
   std::vector<Point> curve;          ///< each validation
-  bool done = false;                 ///< stopped: target reached, step cap, or failure
+  bool done = false;                 ///< stopped: target reached, step cap, or failure (or never started)
   bool reached = false;              ///< its loss got to the target
   std::string failure;               ///< why it scores 0 ("" when it reached the target)
   /// Every timed millisecond: init, steps, weights().
@@ -47,7 +48,7 @@ struct Contender {
 struct RaceSettings {
   double target = 0;             ///< the validation loss to reach (at or under)
   int step_cap = 0;              ///< each trainer's most steps
-  int eval_every = 0;            ///< validate after every this many steps (and at the cap)
+  int eval_every = 0;            ///< validate after every this many baseline steps' worth of sequences (and at the cap)
   const Split* split = nullptr;  ///< the data
   bool progress_bar = true;      ///< progress on stderr: a redrawn line on a terminal, a line per validation elsewhere
 };

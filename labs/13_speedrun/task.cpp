@@ -1,29 +1,48 @@
 #include "task.h"
 
+#include <array>
 #include <cmath>
 #include <map>
 
 #include "common/errors.h"
+#include "common/files.h"
 #include "common/gpt.h"
+#include "datasets/data_files.h"
 
 namespace lab13 {
 
 namespace gpt = speedlabs::gpt;
 
-Split split_tokens(const std::vector<int32_t>& tokens) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  if (n < 4 * (kValidationTokens + 1)) {
-    throw speedlabs::UsageError("the speedrun needs tiny shakespeare's tokens (" + std::to_string(n) +
-                                " given, fewer than four times its validation split of " +
-                                std::to_string(kValidationTokens + 1) + ")");
+std::vector<int32_t> load_characters(const std::filesystem::path& data_dir) {
+  const std::string text = speedlabs::read_file(datasets::require_file(data_dir, datasets::kShakespearePath).string());
+  std::array<int32_t, 256> rank{};
+  rank.fill(-1);
+  for (unsigned char byte : text) rank[byte] = 0;
+  int32_t symbols = 0;
+  for (int32_t& r : rank) r = r == 0 ? symbols++ : -1;
+  if (symbols != kVocabulary) {
+    throw speedlabs::RuntimeFailure("tiny shakespeare holds " + std::to_string(symbols) + " distinct characters, not " +
+                                    std::to_string(kVocabulary) + ": not the file the speedrun is defined on");
+  }
+  std::vector<int32_t> ids(text.size());
+  for (size_t i = 0; i < text.size(); ++i) ids[i] = rank[static_cast<unsigned char>(text[i])];
+  return ids;
+}
+
+Split split_tokens(const std::vector<int32_t>& ids) {
+  const auto n = static_cast<int64_t>(ids.size());
+  const auto boundary = static_cast<int64_t>(static_cast<double>(n) * kTrainShare);  // Python's int(n * 0.9)
+  if (n - boundary < kEvalContext + 1) {
+    throw speedlabs::UsageError("the speedrun needs tiny shakespeare (" + std::to_string(n) +
+                                " characters given: its validation split would not hold one window)");
   }
   Split split;
-  split.validation_begin = n - (kValidationTokens + 1);
+  split.validation_begin = boundary;
   split.validation_end = n;
   split.train_begin = 0;
-  split.train_end = split.validation_begin;
-  split.train = std::make_shared<const std::vector<int32_t>>(tokens.begin(), tokens.begin() + split.train_end);
-  split.validation.assign(tokens.begin() + split.validation_begin, tokens.end());
+  split.train_end = boundary;
+  split.train = std::make_shared<const std::vector<int32_t>>(ids.begin(), ids.begin() + boundary);
+  split.validation.assign(ids.begin() + boundary, ids.end());
   return split;
 }
 
@@ -45,7 +64,8 @@ void require_within_limits(const gpt::GPTConfig& m) {
   require(head_size >= 8 && head_size <= 64, "heads of 8 to 64 (" + std::to_string(head_size) + " asked)");
   require(m.block_size >= kEvalContext && m.block_size <= 256,
           "a context of " + std::to_string(kEvalContext) + " to 256 (" + std::to_string(m.block_size) + " asked)");
-  require(m.vocab_size == 50257, "GPT-2's 50,257 tokens");
+  require(m.vocab_size == kVocabulary,
+          "the task's " + std::to_string(kVocabulary) + " characters (" + std::to_string(m.vocab_size) + " asked)");
 }
 
 double evaluate(const gpt::GPTConfig& model, const gpt::NamedTensors& weights, const std::vector<int32_t>& validation,
@@ -76,7 +96,7 @@ double evaluate(const gpt::GPTConfig& model, const gpt::NamedTensors& weights, c
   evaluator->eval();
   const int64_t windows = (static_cast<int64_t>(validation.size()) - 1) / kEvalContext;
   const auto ids = torch::tensor(validation, torch::kInt64);
-  constexpr int64_t kWindowsPerBatch = 16;  // 1,024 tokens: 200 MB of float32 logits at a time
+  constexpr int64_t kWindowsPerBatch = 256;  // 16,384 characters: 4 MB of float32 logits at a time
   double sum = 0;
   for (int64_t w = 0; w < windows; w += kWindowsPerBatch) {
     const int64_t n = std::min(kWindowsPerBatch, windows - w);

@@ -52,13 +52,10 @@ SIZED = {
     "12": {"peak_memory_vs_plain.sizes.0.logits_MiB": (
         ("--seq",), "the smallest size is B/4 x T rows: 2 x 64 = 128 under --quick, 2 x 256 = 512 by default")},
     "13": {"baseline_reaches_target.steps": (
-        ("--target", "--eval-every", "--layers", "--width"), "the quick target (7.5 nats, a validation every 10 "
-                                                             "steps) on --quick's model; the default asks 5.9"),
-           "mfu_per_step.baseline.mfu": (
-        ("--layers", "--width", "--batch"), "the model and batch set the step's FLOPs and how well its matmuls "
-                                            "fill the CPU"),
-           "mfu_per_step.baseline.model_flops_per_step": (
-        ("--layers", "--width", "--batch"), "the count grows with the model and the batch: --quick's are smaller")},
+        ("--target", "--eval-every"), "the quick target (2.2 nats, a validation every 25 steps' worth of "
+                                      "characters); the default asks 1.88"),
+           "python_peer_vs_baseline.ratio": (
+        ("--target",), "the quick race stops at 2.2, the default at 1.88, after several times the steps")},
     "14": {"tp_bytes_sent_per_step.bytes": (
         ("--embd",), "each all-reduce sends B x T x C floats: C = 64 under --quick, 128 by default")},
 }

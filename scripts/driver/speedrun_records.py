@@ -36,12 +36,15 @@ def speedrun_records(path=RECORDS):
     for machine, rows in sorted(machines.items()):
         isas = " ".join(rows[0].get("isas", []))
         out += [f"### {machine}", "", f"Vector instruction sets: {isas or 'none recorded'}.", "",
-                "| score | trainer s | baseline s | steps (trainer / baseline) | target | model | techniques | busy | "
-                "date | commit |", "|---|---|---|---|---|---|---|---|---|---|"]
+                "| score | trainer s | baseline s | Python s | steps (trainer / baseline) | target | model | techniques | "
+                "busy | date | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(rows, key=lambda r: -float(r.get("score") or 0)):
             c = r.get("config", {})
             score = f"{float(r.get('score') or 0):.2f}x" if r.get("score") else f"0 ({r.get('score_reason', '')})"
+            python = (r.get("peers") or {}).get("python_eager", {}).get("seconds")
+            python = f"{float(python):.1f}" if python else "-"
             out.append(f"| {score} | {float(r.get('trainer_s', 0)):.1f} | {float(r.get('baseline_s', 0)):.1f} | "
+                       f"{python} | "
                        f"{r.get('trainer_steps', '?')} / {r.get('baseline_steps', '?')} | {c.get('target', '?')} | "
                        f"{c.get('layers', '?')} x {c.get('width', '?')} | {', '.join(r.get('techniques', [])) or '-'} | "
                        f"{'yes' if r.get('busy') else 'no'} | {str(r.get('date', '?'))[:10]} | "

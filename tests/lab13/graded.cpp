@@ -28,11 +28,11 @@ lab13::Config graded_config() {
 
 TEST(Lab13_make_trainer, TrainsTheModelItIsGivenAndHandsBackEveryWeight) {
   std::vector<int32_t> ids(20000);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % 50257);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % lab13::kVocabulary);
   lab13::TrainerConfig config;
   config.model = lab13::model_of(graded_config());
-  config.batch = 4;
-  config.seq = 32;
+  config.recipe.batch = 4;
+  config.recipe.seq = 32;
   config.max_steps = 3;
   config.train_tokens = std::make_shared<const std::vector<int32_t>>(ids);
   auto trainer = lab13::make_trainer();
@@ -60,7 +60,8 @@ TEST(Lab13_make_trainer, TrainsTheModelItIsGivenAndHandsBackEveryWeight) {
 TEST(Lab13_make_trainer, ReachesATargetWithinTheCap) {
   SPEEDLABS_REQUIRE_DATA();
   lab13::Config config = graded_config();
-  config.target = 10.0;  // a few steps: the contract; the speed test below races to the quick target
+  config.target =
+      3.8;  // one validation (ln 65 = 4.17 untrained): the contract; the speed test races to the quick target
   const lab13::Outcome outcome = lab13::race_once(config, lab13::make_trainer);
   EXPECT_TRUE(outcome.trainer.reached) << "your trainer: " << outcome.trainer.failure;
   EXPECT_TRUE(outcome.baseline.reached) << "the baseline: " << outcome.baseline.failure;
