@@ -21,7 +21,7 @@ Contender copy_of(const Contender& full, const std::string& name, const std::str
 
 }  // namespace
 
-void record_ablation(const Outcome& o, const Config& config, speedlabs::Report& report) {
+void record_ablation(Outcome& o, const Config& config, speedlabs::Report& report) {
   const std::string id = "ablation";
   const std::string claim =
       "each technique's share of the speed-up: the trainer raced against itself with that technique off "
@@ -55,6 +55,7 @@ void record_ablation(const Outcome& o, const Config& config, speedlabs::Report& 
               << fixed(full.total_ms() / 1000.0, 1) << " s with it (" << fixed(without.total_ms() / full.total_ms(), 2)
               << "x)\n";
   }
+  o.ablation = measured;
   report.check(id, claim, measured, expected + " (both runs of each race reach the target)", all_reached, false);
 }
 

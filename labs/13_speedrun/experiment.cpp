@@ -109,7 +109,7 @@ void run(const Config& config, const c10::Device& device, speedlabs::Report& rep
             << " over the last 10% of tiny shakespeare; validation every " << config.eval_every
             << " steps (not timed), cap " << config.step_cap << " steps\n";
   std::cout << speedlabs::keep_freed_host_memory() << "\n";  // the race's policy, for both trainers alike
-  const Outcome outcome = race_once(config, make_trainer);
+  Outcome outcome = race_once(config, make_trainer);
   print_outcome(outcome);
   record_observations(outcome, config, report);
   record_ablation(outcome, config, report);

@@ -71,7 +71,6 @@ inline speedlabs::Knobs<Config> knobs() {
   knobs
       .flag("--eval-every", "validate every this many baseline steps' worth of characters (not timed)",
             &Config::eval_every)
-      .quick(25)
       .check(speedlabs::at_least(1));
   knobs.flag("--python", "Python with torch for the Python peers (\"\": none)", &Config::python);
   knobs
@@ -105,6 +104,7 @@ struct Outcome {
   Split split;                       ///< the data (the training stream every side was handed)
   double score = 0;                  ///< baseline seconds / trainer seconds; 0 when the trainer failed
   std::string score_reason;          ///< why the score is 0 ("" otherwise)
+  nlohmann::json ablation;           ///< each technique's race without it (null when no ablation ran)
 };
 
 /// The model both trainers train, from @p config (checked against the limits: UsageError).

@@ -152,7 +152,8 @@ nlohmann::json record_of(const Outcome& o, const Config& config) {
           {"peers", peers_of(o)},
           {"curves", curves_of(o)},
           {"busy", o.contention.busy()},
-          {"techniques", o.trainer.trainer->techniques()}};
+          {"techniques", o.trainer.trainer->techniques()},
+          {"ablation", o.ablation}};
 }
 
 void write_outputs(const Outcome& o, const Config& config) {

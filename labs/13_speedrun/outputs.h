@@ -14,8 +14,8 @@ void print_outcome(const Outcome& outcome);
 void record_observations(const Outcome& outcome, const Config& config, speedlabs::Report& report);
 
 /// ablation: the trainer raced against itself with each of its techniques off in turn (not under --quick, nor
-/// for a trainer that lists none or did not reach the target: then said why).
-void record_ablation(const Outcome& outcome, const Config& config, speedlabs::Report& report);
+/// for a trainer that lists none or did not reach the target: then said why); kept in @p outcome for the record.
+void record_ablation(Outcome& outcome, const Config& config, speedlabs::Report& report);
 
 /// Throws speedlabs::UsageError (exit 2) when @p path cannot take a record: a folder, a device, a link, a
 /// folder that does not exist, or a file that cannot be written.
@@ -35,7 +35,7 @@ constexpr size_t kMinScoreWindows = 5;
 /// The samples the verdict rests on.
 speedlabs::Summary per_round_scores(const Outcome& outcome);
 
-/// The record's line: date, CPU model, cores, instruction sets, commit, config, score, times, techniques.
+/// The record's line: date, CPU model, cores, instruction sets, commit, config, score, times, techniques, ablation.
 nlohmann::json record_of(const Outcome& outcome, const Config& config);
 
 }  // namespace lab13

@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 import lab_list  # scripts/driver/lab_list.py, beside this file
+import speedrun_records  # the chart of the records, checked beside the kept runs' charts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -135,7 +136,11 @@ def chart_problems():
                 problems.append(f"docs/images/{name} is not the chart the kept run docs/results/{path.name} drew: "
                                 f"redraw it with {refresh_command(path.stem[3:])}")
     for chart in sorted(CHARTS.glob("*.svg")) if CHARTS.is_dir() else []:
-        if chart.name not in drawn:
+        if chart.name == speedrun_records.PLOT.name:  # drawn from labs/13_speedrun/records.jsonl, not a kept run
+            if chart.read_text(encoding="utf-8") != speedrun_records.records_plot():
+                problems.append(f"docs/images/{chart.name} is not what the records draw: "
+                                "python3 scripts/driver/speedrun_records.py writes it again")
+        elif chart.name not in drawn:
             problems.append(f"docs/images/{chart.name}: no kept run drew it; a chart shows a kept run's numbers "
                             "(a lab that draws it takes --plots, and the refresh keeps what it drew)")
     return problems

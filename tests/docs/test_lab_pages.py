@@ -464,6 +464,21 @@ class TheRepository(unittest.TestCase):
         self.assertEqual(lab_pages.ledger_problems(), [])
         self.assertIn("| where | claim | checked by |", lab_pages.claims_ledger())
 
+    def test_the_speedrun_chart_draws_the_best_full_race(self):
+        sys.path.insert(0, str(REPO / "scripts" / "driver"))
+        import speedrun_records
+        with tempfile.TemporaryDirectory() as folder:
+            path = pathlib.Path(folder) / "records.jsonl"
+            def line(score, target=1.88):
+                return json.dumps({"score": score, "date": "2026-12-07T00:00:00Z", "cpu": "CPU", "config": {"target": target},
+                                   "curves": {"baseline": [[1.0, 2.5], [10.0, 1.87]], "trainer": [[1.0, 2.0], [2.0, 1.85]],
+                                              "python_eager": [[1.5, 2.5], [12.0, 1.87]]}})
+            path.write_text(line(3.0) + "\n" + line(9.0, target=2.2) + "\n" + line(5.0) + "\n", encoding="utf-8")
+            svg = speedrun_records.records_plot(path)
+        self.assertIn("score 5.00x", svg, "the best full race, not the quick one")
+        self.assertEqual(svg.count("<polyline"), 3)
+        self.assertIn("Python peer (eager)", svg)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
