@@ -65,7 +65,7 @@ inline speedlabs::Knobs<Config> knobs() {
           [](auto& c) -> auto& { return c.recipe.decay_steps; })
       .check(speedlabs::at_least(1));
   knobs.flag("--target", "the validation loss to reach (nats)", &Config::target)
-      .quick(2.2)
+      .quick(2.4)
       .check(speedlabs::finite_above());
   knobs.flag("--step-cap", "each trainer's most steps", &Config::step_cap).quick(1200).check(speedlabs::at_least(1));
   knobs
