@@ -14,9 +14,10 @@ for folder in $(lab_folders); do
   id="$(basename "$folder" | cut -c1-2)"
   set +e
   if [[ $id == 13 ]]; then
-    # Lab 13's stub is a working trainer (the baseline's recipe): a short race, to a target a few steps reach
-    # (the quick model's validation loss starts near ln 50257 = 10.8 and was 10.03 after 20 steps).
-    output="$("build-student/bin/lab${id}" --quick --target 10.5 --eval-every 5 --step-cap 30 2>&1)"
+    # Lab 13's stub is a working trainer (the baseline's recipe): a short race, without the Python peers, to a
+    # target a few steps reach (the validation loss starts near ln 65 = 4.17; the recipe's warm-up takes it under 4
+    # within the first 20 steps).
+    output="$("build-student/bin/lab${id}" --quick --python "" --target 4.0 --eval-every 5 --step-cap 30 2>&1)"
     code=$?
     set -e
     if [[ $code -eq 0 || $code -eq 5 ]]; then echo "lab$id with the stubs: exit $code, its stub trainer races"; else

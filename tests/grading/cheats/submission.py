@@ -327,9 +327,11 @@ def clock(folder):
         (folder / lab / "exercise.cpp").write_text(text)
     (folder / "13_speedrun").mkdir()
     text = (ROOT / "labs/13_speedrun/exercise.cpp").read_text()
-    step = "  void step() override {"
-    assert text.count(step) == 1, "cheats: lab 13's stub has no step() to attack"
-    text = text.replace(step, step + " " + HELPER_STEP + " " + CLOCK_STEP).replace(
+    stub = "class YourTrainer : public RecipeTrainer {};"
+    assert text.count(stub) == 1, "cheats: lab 13's stub has no YourTrainer to attack"
+    attacked = ("class YourTrainer : public RecipeTrainer {\n public:\n  void step() override { " + HELPER_STEP + " " +
+                CLOCK_STEP + " RecipeTrainer::step(); }\n};")
+    text = text.replace(stub, attacked).replace(
         '#include "exercise.h"\n', '#include "exercise.h"\n' + CLOCK_INCLUDES + HELPER_INCLUDES)
     (folder / "13_speedrun" / "exercise.cpp").write_text(text.replace("namespace lab13 {", CLOCK_TRAINER +
                                                                       "namespace lab13 {", 1))
