@@ -41,6 +41,7 @@ import sandbox  # noqa: E402
 
 ATTEMPTS = 2  # races before the verdict is undecided: a race takes about a minute on one CPU
 MIN_SEGMENTS = 3  # segments both sides ran that give the scatter's quartiles
+STOPPED_CPU_SLACK = 0.05  # CPU seconds a stopped sandbox may show between two looks: a few clock ticks of rounding
 
 
 @dataclass
@@ -68,11 +69,28 @@ def signal_tree(root, number):
             pass
 
 
+def thread_states(pid):
+    """The state letter of every thread of process @p pid (/proc/PID/task/*/stat); none once it is gone."""
+    states = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return states
+    for tid in tasks:
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        states.append(text[text.rindex(")") + 2])
+    return states
+
+
 def stop_tree(root, deadline):
     """Stops @p root and every process under it, a process forked on the way included: done when one look finds
-    every one of them stopped (or ended)."""
+    every thread of every one of them stopped (or ended). A process's own state is its first thread's: a process
+    whose first thread has exited reads Z while its other threads run on, so each thread is looked at."""
     while time.monotonic() < deadline:
-        running = [pid for pid, (state, _) in outside_timing.tree(root).items() if state not in "TtZX"]
+        running = [pid for pid in outside_timing.tree(root) if any(t not in "TtZX" for t in thread_states(pid))]
         if not running:
             return
         for pid in running:
@@ -98,7 +116,8 @@ class Racer:
         self.side, self.cpu, self.deadline = side, cpu, deadline
         self.segments, self.losses = [], []
         self.setup = 0.0  # CPU seconds of its sandbox before it said "ready": part of its time
-        self.done, self.reached, self.why = False, False, ""
+        self.cpu_at_stop = 0.0  # its sandbox's CPU seconds when it was last stopped: stopped, it uses none
+        self.done, self.reached, self.why, self.failed_at = False, False, "", math.inf
         self.read_end, write_end = os.pipe()
         environment = processes.graded_env()
         environment["OMP_NUM_THREADS"] = "1"  # one CPU for each side: libtorch's pool the same size for both
@@ -113,7 +132,7 @@ class Racer:
         """Waits for "ready", stops the process and hands it the seed (read when it next runs); "" or why not."""
         said, _, why = outside_timing.read_until(self.read_end, self.deadline, 64, lambda data: data.endswith(b"\n"))
         stop_tree(self.process.pid, self.deadline)
-        self.setup = outside_timing.tree_cpu(self.process.pid)
+        self.setup = self.cpu_at_stop = outside_timing.tree_cpu(self.process.pid)
         if not why and said != b"ready\n":
             why = "it did not say it was ready"
         return self.failed(why) or self.tell(f"{seed}\n")
@@ -129,6 +148,10 @@ class Racer:
     def segment(self):
         """Lets the process run one segment and stops it again: its weights (bytes), or None when it failed."""
         cpu_before = outside_timing.tree_cpu(self.process.pid)
+        if cpu_before - self.cpu_at_stop > STOPPED_CPU_SLACK:
+            self.failed(f"its sandbox used {cpu_before - self.cpu_at_stop:.2f} s of CPU while it was stopped "
+                        f"(a process or thread of it escaped the stop)")
+            return None
         busy_before = outside_timing.cpu_busy({self.cpu})
         started = time.monotonic()
         signal_tree(self.process.pid, signal.SIGCONT)
@@ -136,7 +159,8 @@ class Racer:
                                                     outside_timing.outputs_complete)
         stop_tree(self.process.pid, self.deadline)
         wall = time.monotonic() - started  # to the stop, not the last byte: what runs on until then counts too
-        cpu = outside_timing.tree_cpu(self.process.pid) - cpu_before
+        self.cpu_at_stop = outside_timing.tree_cpu(self.process.pid)
+        cpu = self.cpu_at_stop - cpu_before
         others = max(0.0, outside_timing.cpu_busy({self.cpu}) - busy_before - cpu) / max(wall, 1e-9)
         if not why and not outside_timing.outputs_complete(weights):
             why = "it ended before it wrote its weights"
@@ -148,7 +172,7 @@ class Racer:
 
     def failed(self, why):
         if why and not self.why:
-            self.why, self.done = why + self.said(), True
+            self.why, self.done, self.failed_at = why + self.said(), True, time.monotonic()
         return why
 
     def said(self):
@@ -221,7 +245,9 @@ def race(student, reference, spec, budget, hidden, cpu):
             racer.end()
         judge.end()
     exercise, best = sides["exercise"], sides["best"]
-    if best.why:
+    # The side that failed first is the cause: a trainer that hangs to the race's deadline leaves the baseline
+    # none of its time, and the baseline's failure then is the trainer's doing.
+    if best.why and best.failed_at < exercise.failed_at:
         return exercise, best, f"error the reference's baseline: {best.why}"
     if exercise.why:
         return exercise, best, f"failed your trainer in the race: {exercise.why}"

@@ -130,6 +130,27 @@ class Stopping(unittest.TestCase):
             outside_race.signal_tree(process.pid, outside_race.signal.SIGKILL)
             process.wait()
 
+    def test_a_process_whose_first_thread_exited_is_stopped_too(self):
+        # Its first thread ends (a raw exit of that thread alone) while another spins: /proc/PID/stat then reads
+        # Z for the whole process, and a stop that looked only there left the spinning thread running.
+        child = ("import threading, ctypes\n"
+                 "def spin():\n    while True: pass\n"
+                 "threading.Thread(target=spin).start()\n"
+                 "print('ready', flush=True)\n"
+                 "ctypes.CDLL(None).syscall(60, 0)\n")  # SYS_exit: this thread only
+        process = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE)
+        try:
+            process.stdout.readline()
+            time.sleep(0.3)
+            self.assertIn("Z", {state for state, _ in outside_timing.tree(process.pid).values()})
+            outside_race.stop_tree(process.pid, time.monotonic() + 10)
+            before = outside_timing.tree_cpu(process.pid)
+            time.sleep(0.5)
+            self.assertLess(outside_timing.tree_cpu(process.pid) - before, outside_race.STOPPED_CPU_SLACK)
+        finally:
+            outside_race.signal_tree(process.pid, outside_race.signal.SIGKILL)
+            process.wait()
+
 
 if __name__ == "__main__":
     unittest.main()
