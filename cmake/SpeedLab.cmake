@@ -1,7 +1,7 @@
 # The one helper every lab uses, so no lab copies flags.
 #
 #   speedlabs_add_lab(ID 01
-#     SOURCES experiment.cpp            # the lab's experiment, shared by its program and its tests
+#     SOURCES experiment.cpp            # the lab's experiment in its src/, shared by its program and its tests
 #     [EXERCISE]                        # exercise.cpp comes from labs/<folder> or solutions/<folder>
 #     [PROGRAM lab01]                   # executable name (default labNN), built into <build>/bin
 #     [LIBS ...]                        # extra libraries (datasets, Eigen)
@@ -11,6 +11,7 @@
 #     [GPU_TESTS ...]                   # tests that need a GPU (they GTEST_SKIP without one); label gpu
 #     [GRADED_TESTS tests/labNN/graded.cpp]  # the tests ./lab check and ./lab grade run on a student's code
 #     [SMOKE_ARGS ...]                  # extra arguments for the smoke run (--quick --json are given)
+#     [ALL_CORES Lab13Peer ...]         # tests (Suite or Suite.Name) that train on every core: run alone
 #     [BAD_ARGS "--n 0" ...])           # more argument lists that must stop with exit code 2
 #
 # Graded tests: suite names LabNN_<exercise function> (one line per exercise in ./lab check), points and
@@ -18,7 +19,8 @@
 # link the earlier labs' exercises from solutions/, so a lab's score depends on its own code alone. A graded
 # test that needs a GPU calls GTEST_SKIP() without one and is reported as skipped, never as passed.
 #
-# CUDA_KERNEL name: name.cu, with its plain C++ interface name.h (no CUDA headers) in the lab's folder, is
+# CUDA_KERNEL name: name.cu, with its plain C++ interface name.h (no CUDA headers) in the lab's src/ (at the
+# folder's top when it is a GPU exercise), is
 # compiled only where nvcc is found, and the lab's code and tests then see SPEEDLABS_LABNN_CUDA_KERNEL (lab
 # NN's id) and may call it; without nvcc they compile without it and say why its observations are not
 # applicable. Where solutions/ holds a reference name.cu, the kernel is a GPU exercise and comes from the
@@ -195,7 +197,7 @@ ${rules}}  // namespace ${lab}::speed_rules
 endfunction()
 
 function(speedlabs_add_gtest name)
-  cmake_parse_arguments(T "" "POINTS" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "POINTS" "SOURCES;LIBS;LABELS;ALL_CORES" ${ARGN})
   list(TRANSFORM T_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/")
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} speedlabs_prepared_vector_math speedlabs_test_main GTest::gtest)
@@ -241,6 +243,16 @@ function(speedlabs_add_gtest name)
     set(budgets "foreach(test IN LISTS ${name}_TESTS)\n${budgets}endforeach()\n")
     speedlabs_write_speed_rules(${name} ${lab} "${rules}")
   endif()
+  # A test that trains on libtorch's threads (or starts workers) keeps every core busy: PROCESSORS takes every slot
+  # of ./lab test, as for a lab's smoke run. Beside another test each of the two stalled on the other's threads:
+  # lab 13's Python-peer test took 42 s in ./lab test against 2.7 s alone (quiet 2-core VM).
+  if(T_ALL_CORES)
+    list(JOIN T_ALL_CORES "|" busy)
+    string(APPEND budgets "foreach(test IN LISTS ${name}_TESTS)\n"
+                          "  if(test MATCHES \"^(${busy})(\\\\.|$)\")\n"
+                          "    set_tests_properties(\"\${test}\" PROPERTIES PROCESSORS ${SPEEDLABS_LOGICAL_CORES})\n"
+                          "  endif()\nendforeach()\n")
+  endif()
   # A lab's test named ...FromTheSmokeRun... checks the observations of the lab's smoke run (labNN.smoke, below),
   # read back from its report (tests/support/smoke_run.h) instead of a --quick run of its own: it requires that
   # run's fixture (speedlabs_add_lab's labNN_json), so CTest runs the smoke run first, once for all such tests.
@@ -266,8 +278,8 @@ function(speedlabs_add_cuda_kernel out id folder name)
     return()
   endif()
   # A GPU exercise comes from the exercise tree, like exercise.cpp (a student release has no solutions/:
-  # there a kernel comes from the exercise tree wherever that tree holds it).
-  set(source "${CMAKE_CURRENT_SOURCE_DIR}/${name}.cu")
+  # there a kernel comes from the exercise tree wherever that tree holds it); the lab's own kernel from its src/.
+  set(source "${CMAKE_CURRENT_SOURCE_DIR}/src/${name}.cu")
   set(exercise_source "${PROJECT_SOURCE_DIR}/${SPEEDLABS_EXERCISES}/${folder}/${name}.cu")
   if((EXISTS "${PROJECT_SOURCE_DIR}/solutions/${folder}/${name}.cu" OR NOT EXISTS "${PROJECT_SOURCE_DIR}/solutions")
      AND EXISTS "${exercise_source}")
@@ -275,7 +287,7 @@ function(speedlabs_add_cuda_kernel out id folder name)
   endif()
   set(kernel "lab${id}_cuda_kernel")
   add_library(${kernel} STATIC "${source}")
-  target_include_directories(${kernel} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_include_directories(${kernel} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/src")
   # The shared runtime: the same libcudart a CUDA libtorch loads, not a second static copy.
   set_target_properties(${kernel} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
   target_link_libraries(${kernel} PUBLIC speedlabs_cuda_kernels)  # the harness, the runtime, the project's root
@@ -302,7 +314,7 @@ function(speedlabs_use_openmp target)
 endfunction()
 
 function(speedlabs_add_lab)
-  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM;CUDA_KERNEL" "SOURCES;LIBS;USES_EXERCISES;TESTS;GPU_TESTS;GRADED_TESTS;SMOKE_ARGS;BAD_ARGS" ${ARGN})
+  cmake_parse_arguments(LAB "EXERCISE" "ID;PROGRAM;CUDA_KERNEL" "SOURCES;LIBS;USES_EXERCISES;TESTS;GPU_TESTS;GRADED_TESTS;SMOKE_ARGS;BAD_ARGS;ALL_CORES" ${ARGN})
   if(NOT LAB_ID)
     message(FATAL_ERROR "speedlabs_add_lab: ID is required")
   endif()
@@ -318,9 +330,11 @@ function(speedlabs_add_lab)
     speedlabs_add_cuda_kernel(cuda_kernel ${LAB_ID} "${folder}" "${LAB_CUDA_KERNEL}")
   endif()
 
-  # Object libraries: the experiment and main() are compiled once and linked with either exercise.
+  # Object libraries: the experiment and main() are compiled once and linked with either exercise. The lab's own
+  # code is in src/, apart from the student's files at the folder's top; a quoted include finds either.
+  list(TRANSFORM LAB_SOURCES PREPEND "src/")
   add_library(${core} OBJECT ${LAB_SOURCES})
-  target_include_directories(${core} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_include_directories(${core} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/src")
   target_link_libraries(${core} PUBLIC speedlabs_common ${LAB_LIBS} ${cuda_kernel})
   # An earlier lab's exercise that this lab runs: its headers, and its objects in every program and test
   # of this lab, so the student's own earlier answer is what runs here too.
@@ -340,7 +354,7 @@ function(speedlabs_add_lab)
     list(APPEND earlier lab${id}_core lab${id}_exercise)
   endforeach()
   speedlabs_use_pch(${core})
-  add_library(${label}_main OBJECT main.cpp)
+  add_library(${label}_main OBJECT src/main.cpp)
   target_link_libraries(${label}_main PUBLIC ${core})
   speedlabs_use_pch(${label}_main)
 
@@ -373,7 +387,8 @@ function(speedlabs_add_lab)
 
   if(SPEEDLABS_TESTS)
     if(LAB_TESTS)
-      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} LABELS ${label})
+      speedlabs_add_gtest(test_${label} SOURCES ${LAB_TESTS} LIBS ${core} ${exercise} ${earlier} LABELS ${label}
+                          ALL_CORES ${LAB_ALL_CORES})
     endif()
     if(LAB_GPU_TESTS)
       speedlabs_add_gtest(test_${label}_gpu SOURCES ${LAB_GPU_TESTS} LIBS ${core} ${exercise} ${earlier}
@@ -399,7 +414,7 @@ function(speedlabs_add_lab)
         endif()
       endforeach()
       speedlabs_add_gtest(test_${label}_graded SOURCES ${LAB_GRADED_TESTS} LIBS ${core} ${exercise} ${earlier_reference}
-                          LABELS "${label};graded" POINTS tests/${label}/points.tsv)
+                          LABELS "${label};graded" POINTS tests/${label}/points.tsv ALL_CORES ${LAB_ALL_CORES})
       # The outside check (tests/support/checked.h), where tests/labNN/checked.cpp exists: the same objects
       # as the graded tests. Its self-check on this build: the outputs read back equal, a changed byte caught.
       # (the folder's time tells CMake to look again when the file comes or goes)
@@ -417,7 +432,8 @@ function(speedlabs_add_lab)
         if(SPEEDLABS_EXERCISES STREQUAL "solutions")
           add_test(NAME ${label}.checked_outside
             COMMAND python3 "${PROJECT_SOURCE_DIR}/grader/selftest.py" check $<TARGET_FILE:checked_${label}>)
-          set_tests_properties(${label}.checked_outside PROPERTIES LABELS ${label} TIMEOUT 300)
+          set_tests_properties(${label}.checked_outside PROPERTIES LABELS ${label} TIMEOUT 300
+                               PROCESSORS ${SPEEDLABS_LOGICAL_CORES})
           # Its speed exercises timed outside (grader/outside_timing.py) or raced to a target outside
           # (grader/outside_race.py), where checked.cpp has any: alone on the machine, as a lab program
           # runs, since they time.

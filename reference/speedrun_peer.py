@@ -18,7 +18,7 @@ Then the lab speaks to it on standard input, one word a line, and it answers one
     quit, or the end of the input: exits 0
 Any failure answers "peer failed: <why>" and exits 1.
 
-The recipe is the baseline's (labs/13_speedrun/recipe.cpp): nanoGPT's CPU recipe on the common GPT, the
+The recipe is the baseline's (labs/13_speedrun/src/recipe.cpp): nanoGPT's CPU recipe on the common GPT, the
 attention written out, AdamW with weight decay on the matrices only, the gradient's norm clipped, a linear
 warm-up then a cosine decay to the floor, and each step's batch B random windows of the stream, as nanoGPT's
 get_batch draws them (the lab draws the offsets, so both sides train on the same windows).

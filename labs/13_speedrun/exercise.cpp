@@ -9,7 +9,8 @@
 // each one on its own, on the full race too (some win the quick race and lose the full one):
 // - labs 03 and 05: loss_of() under bf16 autocast where the CPU multiplies bf16 in hardware (avx512_bf16 or
 //   amx_bf16; speedlabs::AutocastGuard);
-// - lab 09: attention() returning libtorch's fused attention (speedlabs::gpt::fused_causal_attention);
+// - lab 09: attention() returning libtorch's fused attention (speedlabs::gpt::fused_causal_attention); the
+//   reference keeps attention written out, so race this one both ways at a context of 64;
 // - the batch size and the schedule: a larger batch_size() with a higher, shorter learning rate (override
 //   update(), which sets the rate each step);
 // - a better optimizer for the matrices, such as Muon (momentum, then the update orthogonalised by a few

@@ -3,7 +3,8 @@
 # .clang-format says, no function in labs/, common/, datasets/ or solutions/ longer than 80 lines (lizard, from
 # PyPI, in its own venv under .cache/), no source file there longer than 450 lines, no Python or shell script
 # under scripts/ or grader/ (nor the ./lab driver) longer than 400 lines, no source there that includes another
-# lab's header other than its exercise.h, and every commit subject since 55adff2 at most 72 characters.
+# lab's header other than its exercise.h, every lab's own code in its src/ apart from the student's files, and
+# every commit subject since 55adff2 at most 72 characters.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -62,6 +63,41 @@ done < <(git ls-files -z labs common datasets solutions | grep -z -E '\.(cpp|h|c
   xargs -0 grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(labs|solutions)/' || true)
 ((foreign == 0)) || exit 1
 echo "lab includes: from another lab, only its exercise.h (labs/, solutions/, common/, datasets/)"
+
+# The student's files stand apart: the top of labs/NN_topic/ holds what a student opens (the lesson and its sources,
+# the exercise, the predictions, the lab's CMakeLists.txt and records), a header the exercise needs (included by
+# exercise.h, an exercise.cpp or a GPU exercise's .cu), a GPU exercise's .cu (solutions/ has its answer); the lab's
+# own code is in src/.
+# An exercise.cpp (stub or answer) includes by quotes only its lab's top-level headers, common/ and datasets/
+# headers, and earlier labs' exercise.h: never the lab's src/.
+apart=0
+for lab in labs/[0-9][0-9]_*/; do
+  lab=${lab%/}; folder=${lab#labs/}
+  exercises=("$lab/exercise.cpp"); [[ ! -f "solutions/$folder/exercise.cpp" ]] || exercises+=("solutions/$folder/exercise.cpp")
+  kernels=(); for cu in "$lab"/*.cu; do [[ ! -f "solutions/$folder/${cu##*/}" ]] || kernels+=("$cu"); done
+  facing=$(sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"/]+)".*/\1/p' "$lab/exercise.h" "${exercises[@]}" "${kernels[@]}" | sort -u)
+  while IFS= read -r -d '' file; do
+    name=${file#"$lab"/}
+    [[ "$name" == */* ]] && continue
+    case "$name" in
+      README.md | README.md.in | CMakeLists.txt | exercise.h | exercise.cpp | predictions.toml | fixed-figures.tsv | records.jsonl) continue ;;
+      *.cu) [[ -f "solutions/$folder/$name" ]] && continue ;;
+      *.h) grep -qxF "$name" <<<"$facing" && continue ;;
+    esac
+    echo "$file: the lab's own code goes in $lab/src/ (the top holds the student's files; a header there is one the exercise includes)" >&2
+    apart=1
+  done < <(git ls-files -z "$lab")
+  for exercise in "${exercises[@]}"; do
+    while IFS= read -r include; do
+      [[ "$include" == common/* || "$include" == datasets/* || "$include" =~ ^labs/[0-9][0-9]_[a-z0-9_]+/exercise\.h$ ]] && continue
+      [[ "$include" != */* && -f "$lab/$include" ]] && continue
+      echo "$exercise: includes \"$include\": an exercise includes its lab's top-level headers, common/, datasets/ and earlier labs' exercise.h, never the lab's src/" >&2
+      apart=1
+    done < <(sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/p' "$exercise")
+  done
+done
+((apart == 0)) || exit 1
+echo "student files: the top of each lab folder holds the student's files; the lab's own code is in src/"
 
 # Commit messages: a subject of at most 72 characters, the measurements and reasons in the body. Checked from the
 # last commit whose subjects still ran long (55adff2) on; a clone without it checks the newest commit alone.

@@ -4,9 +4,10 @@
     new_lab.py NN topic     NN: two digits, 01 to 99, no lab's yet; topic: [a-z0-9_]+
 
 It makes three folders and nothing else, so removing them leaves the tree as it was:
-  labs/NN_topic/       CMakeLists.txt (speedlabs_add_lab), main.cpp (run_lab), experiment.h (Config and its knobs)
-                       and experiment.cpp (one observation), exercise.h and exercise.cpp (the stub, TODO(labNN)),
-                       README.md.in (the lesson's skeleton) and README.md (rendered from it)
+  labs/NN_topic/       the student's files: exercise.h and exercise.cpp (the stub, TODO(labNN)), README.md.in (the
+                       lesson's skeleton) and README.md (rendered from it); CMakeLists.txt (speedlabs_add_lab)
+  labs/NN_topic/src/   the lab's own: main.cpp (run_lab), experiment.h (Config and its knobs) and experiment.cpp
+                       (one observation)
   solutions/NN_topic/  exercise.cpp (the reference answer)
   tests/labNN/         points.tsv (one exercise), graded.cpp (suite LabNN_<function>), test_<topic>.cpp (the
                        observation, read from the smoke run)
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
 """
 
 EXPERIMENT_H = """\
-/// @file labs/${FOLDER}/experiment.h
+/// @file labs/${FOLDER}/src/experiment.h
 /// @brief Lab ${NN}: ${TITLE}. One observation: your ${FUNCTION} (exercise.h) against libtorch's.
 #pragma once
 #include <cstdint>
@@ -280,8 +281,8 @@ def files(number, topic):
     folder = f"{number}_{topic}"
     fill = {"NN": number, "TOPIC": topic, "FOLDER": folder, "TITLE": topic.replace("_", " "), "FUNCTION": FUNCTION}
     templates = {
-        f"labs/{folder}/CMakeLists.txt": CMAKE, f"labs/{folder}/main.cpp": MAIN,
-        f"labs/{folder}/experiment.h": EXPERIMENT_H, f"labs/{folder}/experiment.cpp": EXPERIMENT_CPP,
+        f"labs/{folder}/CMakeLists.txt": CMAKE, f"labs/{folder}/src/main.cpp": MAIN,
+        f"labs/{folder}/src/experiment.h": EXPERIMENT_H, f"labs/{folder}/src/experiment.cpp": EXPERIMENT_CPP,
         f"labs/{folder}/exercise.h": EXERCISE_H, f"labs/{folder}/exercise.cpp": STUB,
         f"labs/{folder}/README.md.in": README, f"solutions/{folder}/exercise.cpp": SOLUTION,
         f"tests/lab{number}/points.tsv": POINTS, f"tests/lab{number}/graded.cpp": GRADED,
@@ -324,6 +325,7 @@ def write(number, topic):
             top.mkdir()  # FileExistsError if it appeared since check(): never written into
             made.append(top)
         for path, text in files(number, topic).items():
+            (ROOT / path).parent.mkdir(exist_ok=True)  # src/, inside a folder made above
             (ROOT / path).write_text(text, encoding="utf-8")
         # The lesson, then the project's README, whose counts of exercises now include the new one.
         for source in (ROOT / "labs" / folder / "README.md.in", ROOT / "README.md.in"):

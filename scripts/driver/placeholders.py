@@ -66,6 +66,47 @@ def resolve_count(match):
         raise PlaceholderError(f"{match.group(0)}: {error}") from None
 
 
+# {{labs:table}}, on a line alone: the labs' table of labs/README.md (the one list a lab's row is written in: its
+# number and title, what it shows, what it needs), each link made relative to the project's root, with the command
+# that runs it. A row with no lab folder is an error; a folder with no row yet (one ./lab new just made) gets its
+# lesson's title and says that its row is still to write.
+LABS_TABLE = re.compile(r"^\{\{labs:table\}\}$", re.M)
+LABS_ROW = re.compile(r"^\| \[(?P<number>\d\d) (?P<title>[^\]]+)\]\((?P<folder>\d\d_[a-z0-9_]+)/README\.md\) \| "
+                      r"(?P<shows>.+) \| (?P<needs>[^|]+) \|$")
+LESSON_TITLE = re.compile(r"^# Lab \d\d: (?P<title>.+?)(?: \{#[a-z0-9_]+\})?$", re.M)
+
+
+def labs_rows():
+    """{folder: (number, title, shows, needs)} of labs/README.md's table, in its order."""
+    rows = {}
+    for line in (ROOT / "labs" / "README.md").read_text(encoding="utf-8").splitlines():
+        row = LABS_ROW.match(line)
+        if row:
+            rows[row.group("folder")] = (row.group("number"), row.group("title"), row.group("shows"), row.group("needs"))
+    return rows
+
+
+def resolve_labs_table(match):
+    rows = labs_rows()
+    folders = sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*") if (p / "CMakeLists.txt").is_file())
+    extra = sorted(set(rows) - set(folders))
+    if extra:
+        raise PlaceholderError(f"{match.group(0)}: labs/README.md's table has a row for {', '.join(extra)}, "
+                               f"which is no lab folder")
+    lines = ["| lab | what it shows | needs | run |", "|---|---|---|---|"]
+    for folder in folders:
+        number = folder[:2]
+        if folder in rows:
+            _, title, shows, needs = rows[folder]
+        else:
+            lesson = ROOT / "labs" / folder / "README.md.in"
+            found = LESSON_TITLE.search(lesson.read_text(encoding="utf-8")) if lesson.is_file() else None
+            title, shows, needs = (found.group("title") if found else folder[3:].replace("_", " ")), \
+                "(its row in labs/README.md is still to write)", "-"
+        lines.append(f"| [{number} {title}](labs/{folder}/README.md) | {shows} | {needs} | `./lab run {number}` |")
+    return "\n".join(lines)
+
+
 def resolve(match):
     text, number, ident = match.group(0), match.group("lab"), match.group("id")
     report = kept_report(number)
@@ -115,7 +156,7 @@ def fill_placeholders(text):
     bad one."""
     for match in reversed(outside_code(PLACEHOLDER, text)):
         text = text[:match.start()] + resolve(match) + text[match.end():]
-    for pattern, resolver in ((POINTS, resolve_points), (COUNT, resolve_count)):
+    for pattern, resolver in ((POINTS, resolve_points), (COUNT, resolve_count), (LABS_TABLE, resolve_labs_table)):
         for match in reversed(outside_code(pattern, text)):
             text = text[:match.start()] + resolver(match) + text[match.end():]
     return text
@@ -124,7 +165,8 @@ def fill_placeholders(text):
 def placeholder_problems(path):
     text = path.read_text(encoding="utf-8")
     problems = []
-    for pattern, resolver in ((PLACEHOLDER, resolve), (POINTS, resolve_points), (COUNT, resolve_count)):
+    for pattern, resolver in ((PLACEHOLDER, resolve), (POINTS, resolve_points), (COUNT, resolve_count),
+                              (LABS_TABLE, resolve_labs_table)):
         for match in outside_code(pattern, text):
             try:
                 resolver(match)

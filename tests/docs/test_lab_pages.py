@@ -334,6 +334,29 @@ class ScratchCopy(unittest.TestCase):
                 self.assertNotEqual(result.returncode, 0)
                 self.assertIn(said, result.stderr)
 
+    def test_the_labs_table_is_made_from_the_one_list(self):
+        listing = self.root / "labs" / "README.md"
+        listing.write_text("| lab | what it shows | needs |\n|---|---|---|\n"
+                           "| [01 a demo](01_demo/README.md) | a sum, measured | CPU |\n", encoding="utf-8")
+        readme = self.root / "labs" / "01_demo" / "README.md.in"
+        readme.write_text(README + "{{labs:table}}\n", encoding="utf-8")
+        self.write_kept_run()
+        self.assertEqual(self.lab_pages("render").returncode, 0)
+        page = (self.root / "labs" / "01_demo" / "README.md").read_text(encoding="utf-8")
+        self.assertIn("| [01 a demo](labs/01_demo/README.md) | a sum, measured | CPU | `./lab run 01` |", page)
+        (self.root / "labs" / "02_new").mkdir()  # a lab ./lab new just made: no row yet
+        (self.root / "labs" / "02_new" / "CMakeLists.txt").write_text("speedlabs_add_lab(ID 02)\n", encoding="utf-8")
+        (self.root / "labs" / "02_new" / "README.md.in").write_text("# Lab 02: a new one {#lab02}\n", encoding="utf-8")
+        self.write_kept_run()
+        self.assertEqual(self.lab_pages("render").returncode, 0)
+        page = (self.root / "labs" / "01_demo" / "README.md").read_text(encoding="utf-8")
+        self.assertIn("| [02 a new one](labs/02_new/README.md) | (its row in labs/README.md is still to write) |", page)
+        listing.write_text(listing.read_text(encoding="utf-8") + "| [03 gone](03_gone/README.md) | x | CPU |\n",
+                           encoding="utf-8")
+        result = self.lab_pages("check")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("has a row for 03_gone, which is no lab folder", result.stderr)
+
     def test_the_table_shows_could_not_decide_and_the_spread(self):
         page = self.lab_pages("filter", str(self.root / "labs" / "01_demo" / "README.md")).stdout
         row = [line for line in page.splitlines() if line.startswith("| `step_speedup`")][-1]

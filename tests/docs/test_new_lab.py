@@ -16,8 +16,8 @@ import tempfile
 import unittest
 
 REPO = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2]).resolve()
-MADE = ["labs/15_demo/CMakeLists.txt", "labs/15_demo/main.cpp", "labs/15_demo/experiment.h",
-        "labs/15_demo/experiment.cpp", "labs/15_demo/exercise.h", "labs/15_demo/exercise.cpp",
+MADE = ["labs/15_demo/CMakeLists.txt", "labs/15_demo/src/main.cpp", "labs/15_demo/src/experiment.h",
+        "labs/15_demo/src/experiment.cpp", "labs/15_demo/exercise.h", "labs/15_demo/exercise.cpp",
         "labs/15_demo/README.md.in", "labs/15_demo/README.md", "solutions/15_demo/exercise.cpp",
         "tests/lab15/points.tsv", "tests/lab15/graded.cpp", "tests/lab15/test_demo.cpp"]
 sys.path.insert(0, str(REPO / "grader"))
@@ -74,14 +74,15 @@ class NewLab(unittest.TestCase):
         self.assertEqual(made.returncode, 0, made.stderr)
         for name in MADE:
             self.assertTrue((self.root / name).is_file(), name)
-        self.assertEqual(sorted(p.relative_to(self.root).as_posix() for p in self.root.glob("*/*15*/*")), sorted(MADE))
+        self.assertEqual(sorted(p.relative_to(self.root).as_posix() for p in self.root.glob("*/*15*/**/*")
+                                if p.is_file()), sorted(MADE))
         for name in MADE:
             self.assertNotRegex(self.text(name), r"\$\{?[A-Z]", f"{name} holds a template field not filled in")
         self.assertGreater((self.root / "labs" / "CMakeLists.txt").stat().st_mtime, LONG_AGO)  # CMake configures again
         self.assertIn("speedlabs_add_lab(ID 15", self.text("labs/15_demo/CMakeLists.txt"))
         self.assertIn("TESTS tests/lab15/test_demo.cpp", self.text("labs/15_demo/CMakeLists.txt"))
-        self.assertIn("speedlabs::Knobs<Config>", self.text("labs/15_demo/experiment.h"))
-        self.assertIn("speedlabs::run_lab(", self.text("labs/15_demo/main.cpp"))
+        self.assertIn("speedlabs::Knobs<Config>", self.text("labs/15_demo/src/experiment.h"))
+        self.assertIn("speedlabs::run_lab(", self.text("labs/15_demo/src/main.cpp"))
         self.assertIn('speedlabs::not_implemented("15", "15_demo", "sum_of_squares")',
                       self.text("labs/15_demo/exercise.cpp"))
         self.assertIn("TEST(Lab15_sum_of_squares,", self.text("tests/lab15/graded.cpp"))
@@ -95,7 +96,7 @@ class NewLab(unittest.TestCase):
             from page_markdown import observe_table_ids
         finally:
             sys.path.pop(0)
-        recorded = re.findall(r'report\.check\("(\w+)"', self.text("labs/15_demo/experiment.cpp"))
+        recorded = re.findall(r'report\.check\("(\w+)"', self.text("labs/15_demo/src/experiment.cpp"))
         self.assertEqual(observe_table_ids(self.text("labs/15_demo/README.md.in")), recorded)
         self.assertEqual(recorded, ["yours_matches_libtorch"])
         for heading in ("**What it teaches.**", "## Key concepts / APIs", "## Run it",

@@ -9,7 +9,7 @@
 
 #include "common/device.h"
 #include "labs/06_compile_ahead/exercise.h"
-#include "labs/06_compile_ahead/optimizers.h"
+#include "labs/06_compile_ahead/src/optimizers.h"
 #include "tests/lab06/adamw_parity.h"
 #include "tests/lab06/graph_step.h"
 #include "tests/lab06/speed_rules.h"

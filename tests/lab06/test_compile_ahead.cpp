@@ -16,9 +16,9 @@
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/observations.h"
-#include "labs/06_compile_ahead/experiment.h"
-#include "labs/06_compile_ahead/optimizers.h"
-#include "labs/06_compile_ahead/python_peers.h"
+#include "labs/06_compile_ahead/src/experiment.h"
+#include "labs/06_compile_ahead/src/optimizers.h"
+#include "labs/06_compile_ahead/src/python_peers.h"
 #include "tests/support/data.h"
 #include "tests/support/timed.h"
 

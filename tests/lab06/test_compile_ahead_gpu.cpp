@@ -12,8 +12,8 @@
 #include "common/build_paths.h"
 #include "common/device.h"
 #include "common/observations.h"
-#include "labs/06_compile_ahead/experiment.h"
-#include "labs/06_compile_ahead/optimizers.h"
+#include "labs/06_compile_ahead/src/experiment.h"
+#include "labs/06_compile_ahead/src/optimizers.h"
 #include "tests/support/expect.h"
 
 #ifdef SPEEDLABS_TORCH_HAS_CUDA

@@ -20,9 +20,9 @@
 #include "common/host_memory.h"
 #include "datasets/data_files.h"
 #include "labs/13_speedrun/exercise.h"
-#include "labs/13_speedrun/experiment.h"
 #include "labs/13_speedrun/recipe.h"
-#include "labs/13_speedrun/task.h"
+#include "labs/13_speedrun/src/experiment.h"
+#include "labs/13_speedrun/src/task.h"
 #include "tests/lab13/speed_rules.h"
 #include "tests/support/checked.h"
 

@@ -8,9 +8,9 @@
 
 #include "common/gpt.h"
 #include "labs/13_speedrun/exercise.h"
-#include "labs/13_speedrun/experiment.h"
-#include "labs/13_speedrun/outputs.h"
-#include "labs/13_speedrun/task.h"
+#include "labs/13_speedrun/src/experiment.h"
+#include "labs/13_speedrun/src/outputs.h"
+#include "labs/13_speedrun/src/task.h"
 #include "tests/lab13/speed_rules.h"
 #include "tests/support/data.h"
 #include "tests/support/speed.h"

@@ -245,6 +245,21 @@ TEST(Lab13Race, ATrainerThatThrowsIsOutOfTheRaceWithTheReason) {
   EXPECT_EQ(o.baseline.steps(), config.step_cap) << "the baseline raced on";
 }
 
+// A trainer whose weights() throws: the failure names the validation it broke, not a step that never ran.
+class ThrowingWeightsTrainer : public lab13::RecipeTrainer {
+ public:
+  speedlabs::gpt::NamedTensors weights() override { throw speedlabs::RuntimeFailure("a bug in weights()"); }
+};
+
+TEST(Lab13Race, AThrowDuringAValidationNamesTheValidation) {
+  lab13::Config config = small_config();
+  const lab13::Outcome o = race_against(std::make_unique<ThrowingWeightsTrainer>(), config);
+  EXPECT_EQ(o.trainer.steps(), config.eval_every) << "it stepped up to its first validation";
+  const std::string expected = "the validation after step " + std::to_string(config.eval_every) +
+                               " (weights(), then the evaluator) failed: a bug in weights()";
+  EXPECT_NE(o.trainer.failure.find(expected), std::string::npos) << o.trainer.failure;
+}
+
 // A trainer that validates on a larger B is validated as often per sequence as the baseline.
 class LargeBatchTrainer : public lab13::RecipeTrainer {
  protected:
