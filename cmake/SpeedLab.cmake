@@ -246,13 +246,22 @@ function(speedlabs_add_gtest name)
   # A test that trains on libtorch's threads (or starts workers) keeps every core busy: PROCESSORS takes every slot
   # of ./lab test, as for a lab's smoke run. Beside another test each of the two stalled on the other's threads:
   # lab 13's Python-peer test took 42 s in ./lab test against 2.7 s alone (quiet 2-core VM).
+  # Every other test but a speed test (alone, RUN_SERIAL) shares the machine: there libtorch's OpenMP threads wait
+  # for each other asleep (OMP_WAIT_POLICY=PASSIVE), not spinning. A thread that spins at a barrier while its
+  # sibling waits for a core makes every small op wait a scheduler's time slice: lab 13's race tests took 0.4 s
+  # alone and 12-35 s beside another test; lab 13's target test beside a CPU hog took 16.1 s spinning, 7.4 s
+  # asleep (4.3 s alone, spinning). The tests check observations, not timings.
+  set(busy "^$")
   if(T_ALL_CORES)
     list(JOIN T_ALL_CORES "|" busy)
-    string(APPEND budgets "foreach(test IN LISTS ${name}_TESTS)\n"
-                          "  if(test MATCHES \"^(${busy})(\\\\.|$)\")\n"
-                          "    set_tests_properties(\"\${test}\" PROPERTIES PROCESSORS ${SPEEDLABS_LOGICAL_CORES})\n"
-                          "  endif()\nendforeach()\n")
+    set(busy "^(${busy})(\\\\.|$)")
   endif()
+  string(APPEND budgets "foreach(test IN LISTS ${name}_TESTS)\n"
+                        "  if(test MATCHES \"${busy}\")\n"
+                        "    set_tests_properties(\"\${test}\" PROPERTIES PROCESSORS ${SPEEDLABS_LOGICAL_CORES})\n"
+                        "  elseif(NOT test MATCHES \"_speed\\\\.\")\n"
+                        "    set_tests_properties(\"\${test}\" PROPERTIES ENVIRONMENT_MODIFICATION \"OMP_WAIT_POLICY=set:PASSIVE\")\n"
+                        "  endif()\nendforeach()\n")
   # A lab's test named ...FromTheSmokeRun... checks the observations of the lab's smoke run (labNN.smoke, below),
   # read back from its report (tests/support/smoke_run.h) instead of a --quick run of its own: it requires that
   # run's fixture (speedlabs_add_lab's labNN_json), so CTest runs the smoke run first, once for all such tests.

@@ -73,18 +73,17 @@ inline speedlabs::Knobs<Config> knobs() {
             &Config::eval_every)
       .check(speedlabs::at_least(1));
   knobs.flag("--python", "Python with torch for the Python peers (\"\": none)", &Config::python);
-  knobs
-      .flag<int>(
-          "--compiled-peer", "1: race a torch.compile peer too; 0: not",
-          [](const Config& c) { return c.compiled_peer ? 1 : 0; }, [](Config& c, int on) { c.compiled_peer = on != 0; })
-      .quick(0)
-      .check(CLI::Range(0, 1));
-  knobs
-      .flag<int>(
-          "--ablation", "1: race the trainer with each technique off in turn; 0: not",
-          [](const Config& c) { return c.ablation ? 1 : 0; }, [](Config& c, int on) { c.ablation = on != 0; })
-      .quick(0)
-      .check(CLI::Range(0, 1));
+  // A part of the full race that --quick leaves out, given as 1 or 0 (so the full race can leave it out too).
+  const auto full_race_part = [&knobs](const char* name, const char* help, bool Config::*part) {
+    knobs
+        .flag<int>(
+            name, help, [part](const Config& c) { return c.*part ? 1 : 0; },
+            [part](Config& c, int on) { c.*part = on != 0; })
+        .quick(0)
+        .check(CLI::Range(0, 1));
+  };
+  full_race_part("--compiled-peer", "1: race a torch.compile peer too; 0: not", &Config::compiled_peer);
+  full_race_part("--ablation", "1: race the trainer with each technique off in turn; 0: not", &Config::ablation);
   knobs.flag("--plots", "write lab13_speedrun.svg (validation loss against seconds) here", &Config::plots_dir);
   knobs.flag("--record-to", "append this run to a records.jsonl file (./lab speedrun --record)", &Config::record_to);
   knobs.flag("--commit", "the commit a record names", &Config::commit);

@@ -9,7 +9,7 @@
                                   FOLDER/10_data_parallel/exercise.cpp: a right but slow wait for the gradients,
                                   its time hidden the same way; FOLDER/13_speedrun/exercise.cpp: the stub trainer
                                   hiding its steps' time the same way, with a helper that spins while the baseline
-                                  races (HELPER_STEP)
+                                  races, from a thread whose process's first thread has exited (HELPER_STEP)
   submission.py verify-clock RESULTS
   submission.py limits FOLDER     FOLDER/12_fusion/exercise.cpp: a fork bomb and a memory hog;
                                   FOLDER/08_memory/exercise.cpp: a build that never ends (its test listing sleeps)
@@ -221,23 +221,27 @@ CLOCK_STEP = (
     "hidden_ns += ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec) * 9 / 10; --depth; return; }")
 # A helper that would slow the other side: on the trainer's first step in the grader's race (argv[1] is "race"), a
 # double-forked daemon on the race's one CPU that spins, 1 ms at a time, only while the trainer is stopped, that is
-# while the baseline has its turn (for at most 900,000 looks, about a quarter of an hour). Were it left running
-# then, the baseline would run slower than the stub and the stub would seem faster; the race stops every process of
-# the stub's sandbox, so it never runs then (had one escaped, the load it makes would leave the race undecided).
+# while the baseline has its turn (for at most 900,000 looks, about a quarter of an hour). It looks from a thread of
+# its own, and its first thread then exits alone (SYS_exit): the process reads Z, as an ended one does, while that
+# thread runs on. Were it left running then, the baseline would run slower than the stub and the stub would seem
+# faster; the race stops every thread of every process of the stub's sandbox, so it never runs then (had one
+# escaped, its sandbox's CPU time while stopped fails the stub's side).
 # Checked by hand: compiled alone and run as "PROGRAM race", its daemon spins while the program is stopped.
-HELPER_INCLUDES = "#include <cstdio>\n#include <cstring>\n#include <fcntl.h>\n#include <sys/wait.h>\n"
+HELPER_INCLUDES = ("#include <cstdio>\n#include <cstring>\n#include <thread>\n#include <fcntl.h>\n"
+                   "#include <sys/wait.h>\n")
 HELPER_STEP = (
     "static bool helper_started = false; if (!helper_started) { helper_started = true; char c[4096] = {0}; "
     "int f = ::open(\"/proc/self/cmdline\", O_RDONLY); ssize_t n = f < 0 ? 0 : ::read(f, c, sizeof c - 1); "
     "if (f >= 0) ::close(f); const char* arg1 = c + std::strlen(c) + 1; char path[64]; "
     "std::snprintf(path, sizeof path, \"/proc/%d/stat\", static_cast<int>(::getpid())); "
     "pid_t first = n > 0 && arg1 < c + n && std::strcmp(arg1, \"race\") == 0 ? ::fork() : -1; "
-    "if (first == 0) { ::setsid(); if (::fork() == 0) { "
+    "if (first == 0) { ::setsid(); if (::fork() == 0) { std::thread([path] { "
     "for (int i = 0; i < 900000; ++i) { char st[512] = {0}; int g = ::open(path, O_RDONLY); if (g < 0) break; "
     "(void)!::read(g, st, sizeof st - 1); ::close(g); const char* p = std::strrchr(st, ')'); "
     "if (p && p[1] && p[2] == 'T') { timespec a, b; ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a); "
     "do ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b); while ((b.tv_sec - a.tv_sec) * 1000000000LL + "
-    "b.tv_nsec - a.tv_nsec < 1000000LL); } else { ::usleep(1000); } } } ::_exit(0); } "
+    "b.tv_nsec - a.tv_nsec < 1000000LL); } else { ::usleep(1000); } } ::_exit(0); }).detach(); "
+    "::syscall(SYS_exit, 0); } ::_exit(0); } "
     "if (first > 0) ::waitpid(first, nullptr, 0); }")
 # What ./lab grade must give lab 01 of that submission: right answers, and no speed points (0 of 5, or not scored
 # where the machine was too busy to decide: either way nothing earned).
