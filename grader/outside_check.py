@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exercise_table  # noqa: E402
+import processes  # noqa: E402
 import sandbox  # noqa: E402
 from processes import graded_env, last_said, listed  # noqa: E402,F401
 
@@ -48,7 +49,7 @@ def produce(program, exercise, seed, budget, hidden=(), sandboxed=True):
                 while chunk := pipe.read(65536):
                     if len(data) + len(chunk) > MAX_OUTPUT:
                         too_long.append(True)
-                        process.kill()
+                        processes.kill_tree(process.pid)  # main thread reaps it
                         return
                     data.extend(chunk)
 
@@ -57,8 +58,7 @@ def produce(program, exercise, seed, budget, hidden=(), sandboxed=True):
         try:
             code = process.wait(timeout=budget)
         except subprocess.TimeoutExpired:
-            process.kill()  # the sandbox's first process: every process in it ends
-            process.wait()
+            processes.end(process)
             code = None
         reader.join(10)
         said = last_said(log)

@@ -62,7 +62,7 @@ def listed(program):
 
 
 def signal_tree(root, number):
-    for pid in outside_timing.tree(root):
+    for pid in processes.tree(root):
         try:
             os.kill(pid, number)
         except ProcessLookupError:
@@ -90,7 +90,7 @@ def stop_tree(root, deadline):
     every thread of every one of them stopped (or ended). A process's own state is its first thread's: a process
     whose first thread has exited reads Z while its other threads run on, so each thread is looked at."""
     while time.monotonic() < deadline:
-        running = [pid for pid in outside_timing.tree(root) if any(t not in "TtZX" for t in thread_states(pid))]
+        running = [pid for pid in processes.tree(root) if any(t not in "TtZX" for t in thread_states(pid))]
         if not running:
             return
         for pid in running:
@@ -186,9 +186,7 @@ class Racer:
 
     def end(self):
         """Kills the side's sandbox (its first process: every process in it ends), stopped or not."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        processes.end(self.process)
         os.close(self.read_end)
         self.log.close()
 

@@ -79,32 +79,10 @@ def cpu_busy(cpus):
     return busy
 
 
-def tree(root):
-    """{pid: (state, CPU ticks)} of @p root and every process under it, from /proc/PID/stat: the state letter
-    (R, S, T for stopped, Z, ...) and the user and system ticks it and its reaped children have used."""
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                text = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2:].split()
-            stats[int(entry)] = (int(fields[1]), fields[0], sum(int(f) for f in fields[11:15]))  # ppid; state; ticks
-    under, found = {root}, True
-    while found:
-        found = False
-        for pid, (parent, _, _) in stats.items():
-            if parent in under and pid not in under:
-                under.add(pid)
-                found = True
-    return {pid: stats[pid][1:] for pid in under if pid in stats}
-
-
 def tree_cpu(root):
     """CPU seconds used so far by @p root and every process under it (their reaped children included); each is
     counted down to its clock tick, so this is at most what they used."""
-    return sum(ticks for _, ticks in tree(root).values()) / TICK
+    return sum(ticks for _, ticks in processes.tree(root).values()) / TICK
 
 
 def read_until(fd, deadline, limit, done):
@@ -204,7 +182,7 @@ def wait_until(process, deadline):
             process.returncode = os.waitstatus_to_exitcode(status)
             return process.returncode, usage
         if time.monotonic() > deadline:
-            process.kill()  # the sandbox's first process: every process in it ends
+            processes.kill_tree(process.pid)
             _, status, usage = os.wait4(process.pid, 0)
             process.returncode = os.waitstatus_to_exitcode(status)
             return None, usage

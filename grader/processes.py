@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """What the grader's outside checks share about the programs they run (grader/outside_check.py,
 grader/outside_timing.py, grader/outside_race.py, grader/run_tests.py): how a reference program lists its
-exercises, the environment graded code is given, and the last words of a process that failed.
+exercises, the environment graded code is given, the processes under a sandbox and how they all end, and the last
+words of a process that failed.
 Standard library only.
 """
 import os
+import signal
 import subprocess
+from pathlib import Path
 
 
 def listed(program, command="list"):
@@ -25,3 +28,40 @@ def last_said(log):
     """The last three lines a process wrote into @p log (a file), joined: what a failure message quotes."""
     log.seek(0)
     return " | ".join(line.strip() for line in log.read(4096).decode(errors="replace").splitlines()[-3:] if line.strip())
+
+
+def tree(root):
+    """{pid: (state, CPU ticks)} of @p root and every process under it, parents first, from /proc/PID/stat: the
+    state letter (R, S, T for stopped, Z, ...) and the user and system ticks it and its reaped children have used."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            stats[int(entry)] = (int(fields[1]), fields[0], sum(int(f) for f in fields[11:15]))  # ppid; state; ticks
+    under = [root]  # parents before their children
+    for pid in under:
+        under += [child for child, (parent, _, _) in stats.items() if parent == pid and child not in under]
+    return {pid: stats[pid][1:] for pid in under if pid in stats}
+
+
+def kill_tree(root, spare_root=False):
+    """SIGKILLs @p root and every process under it, the deepest first: a process that left its session
+    (bwrap's --new-session) or lost its parent on the way is under it still, as long as it is under a
+    subreaper in it (grader/sandbox.py's supervisor). @p spare_root: the caller itself, which ends on its own."""
+    for pid in reversed(list(tree(root))):
+        if pid != root or not spare_root:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def end(process):
+    """Ends @p process (a Popen of a sandbox) and everything it started, stopped or not, and reaps it."""
+    if process.poll() is None:
+        kill_tree(process.pid)
+    process.wait()

@@ -131,8 +131,7 @@ def run_one(binary, name, budget, run_dir, build):
         code = process.poll()
     seconds = time.monotonic() - started
     if code is None:
-        process.kill()  # unshare's child, the namespace's first process, is killed with it: every process ends
-        process.wait()
+        processes.end(process)
     mine.settimeout(2)
     try:
         while data := mine.recv(4096):

@@ -30,6 +30,9 @@ audited setuid-free tool that Flatpak uses, so its mounts are not ours to get wr
   SPEEDLABS_SANDBOX_WRITE_MB (4096) MiB more in them than they held at its start: read every WRITE_POLL_S
   seconds, so a sandbox may pass it by what it writes in that time before it is stopped (exit WROTE_TOO_MUCH).
 
+- **Nothing outlives it.** The process a grader starts stays, as the subreaper of bwrap and all under it, until
+  bwrap ends; a stop signal, or the death of the grader that started it, kills every process under it first.
+
 Where bwrap is missing or the kernel refuses user namespaces, the sandbox cannot be made and grading stops with
 a message (exit 2), never grading unsandboxed in silence; SPEEDLABS_SANDBOX=off is the documented opt-out (a
 machine that grades only trusted code): the command then runs bare, and the driver says so.
@@ -47,6 +50,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import processes  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SANDBOX_UID = 65534  # nobody: owns nothing on the host
 # The checkout's entries a graded build or test reads; everything else of it (.git, solutions/, docs/ with the
@@ -59,6 +65,7 @@ STAGE = "/run/speedlabs-sandbox"  # where a root grader's private mount namespac
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 WRITE_POLL_S = 0.5  # how often the writable folders' size is read
 WROTE_TOO_MUCH = 120  # the exit code of a sandbox stopped for writing past SPEEDLABS_SANDBOX_WRITE_MB
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36  # prctl(2)
 
 
 def disabled():
@@ -167,13 +174,13 @@ def mounts(command, writable, hidden, reach=lambda path: path):
     return args
 
 
-def wrap(command, writable=(), hidden=()):
+def wrap(command, writable=(), hidden=(), parent=None):
     """The argv that runs @p command in a sandbox (see the module's comment); @p command itself when the
-    sandbox is switched off."""
+    sandbox is switched off. @p parent: the process that will start it (this one unless given)."""
     if disabled():
         return list(command)
     spec = json.dumps({"rw": [os.path.realpath(p) for p in writable],
-                       "hide": [os.path.realpath(p) for p in hidden]})
+                       "hide": [os.path.realpath(p) for p in hidden], "parent": parent or os.getpid()})
     return [sys.executable, os.path.abspath(__file__), "enter", spec, "--", *command]
 
 
@@ -229,22 +236,31 @@ def written(folders):
     return total
 
 
-def watch_writes(folders, child):
-    """Waits for @p child (the sandbox) while the size of @p folders stays within SPEEDLABS_SANDBOX_WRITE_MB of
-    what they held at the start; past it the sandbox is killed (every process in it ends with bwrap). Exits with
-    the sandbox's code, or WROTE_TOO_MUCH."""
+def stop(number, _):
+    """A stop signal's handler in the supervisor: every process under it killed, then its exit."""
+    processes.kill_tree(os.getpid(), spare_root=True)
+    os._exit(128 + number)
+
+
+def supervise(child, folders):
+    """Waits for @p child (bwrap) as the subreaper of everything under it, and exits with its code. A stop (the
+    driver's SIGINT, SIGTERM or SIGHUP, or SIGTERM when the grader that started this sandbox dies) kills every
+    process under this one first: bwrap's sandbox leaves the session (--new-session), and its --die-with-parent
+    is set only once bwrap runs, so neither a process group nor bwrap alone can end it at every moment. With
+    writable @p folders, their size stays within SPEEDLABS_SANDBOX_WRITE_MB of what they held at the start; past it
+    the sandbox is killed (exit WROTE_TOO_MUCH)."""
     cap = limit("SPEEDLABS_SANDBOX_WRITE_MB", 4096) << 20
-    start = written(folders)
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the driver's stop reaches the sandbox
-        signal.signal(number, lambda number, _: os.kill(child, number))
+    start = written(folders) if folders else 0
     while True:
-        pid, status = os.waitpid(child, os.WNOHANG)
-        if pid:
+        pid, status = os.waitpid(-1, os.WNOHANG if folders else 0)  # orphans handed to this subreaper too
+        if pid == child:
+            processes.kill_tree(os.getpid(), spare_root=True)  # whatever left bwrap's namespaces on the way
             code = os.waitstatus_to_exitcode(status)
             os._exit(code if code >= 0 else 128 - code)
+        if pid:
+            continue
         if written(folders) - start > cap:
-            os.kill(child, signal.SIGKILL)
-            os.waitpid(child, 0)
+            processes.kill_tree(os.getpid(), spare_root=True)
             print(f"[lab] the sandbox wrote more than SPEEDLABS_SANDBOX_WRITE_MB ({cap >> 20} MiB) into "
                   f"{', '.join(folders)}: stopped", file=sys.stderr)
             os._exit(WROTE_TOO_MUCH)
@@ -252,8 +268,8 @@ def watch_writes(folders, child):
 
 
 def enter(spec, command):
-    """Sets the limits, drops a root grader's privileges and becomes bwrap (never returns); with writable
-    folders, bwrap runs in a child and this process watches what they hold (watch_writes)."""
+    """Sets the limits and runs bwrap, with a root grader's privileges dropped, in a child that this process
+    supervises (never returns)."""
     argv = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
             "--hostname", "sandbox", "--setenv", "HOME", "/tmp", "--setenv", "CCACHE_DISABLE", "1",
             *mounts(command, spec["rw"], spec["hide"], stage())]
@@ -266,12 +282,18 @@ def enter(spec, command):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (files, files))
     resource.setrlimit(resource.RLIMIT_DATA, (data, data))
-    processes = limit("SPEEDLABS_SANDBOX_PROCESSES", 512)
-    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-    if spec["rw"]:
-        child = os.fork()
-        if child:
-            watch_writes([own[0] if own and path == own[1] else path for path in spec["rw"]], child)
+    count = limit("SPEEDLABS_SANDBOX_PROCESSES", 512)
+    resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != spec["parent"]:  # the grader ended before the line above: nothing to run for
+        os._exit(128 + signal.SIGTERM)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, stop)  # before the fork: no moment at which a stop leaves bwrap behind
+    child = os.fork()
+    if child:
+        supervise(child, [own[0] if own and path == own[1] else path for path in spec["rw"]])
     os.execvp(*(lambda a: (a[0], a))(unprivileged() + argv))
 
 
@@ -331,7 +353,7 @@ def main(argv):
             (writable if rest[0] == "--rw" else hidden).append(rest[1])
             rest = rest[2:]
         if rest and rest[0] == "--" and len(rest) > 1:
-            command = wrap(rest[1:], writable, hidden)
+            command = wrap(rest[1:], writable, hidden, parent=os.getppid())  # this process becomes the sandbox
             os.execvp(command[0], command)
     print(__doc__, file=sys.stderr)
     return 2

@@ -19,6 +19,7 @@ ROOT = Path(sys.argv.pop(1)).resolve() if len(sys.argv) > 1 else Path(__file__).
 sys.path.insert(0, str(ROOT / "grader"))
 import outside_race  # noqa: E402
 import outside_timing  # noqa: E402
+import processes  # noqa: E402
 import sandbox  # noqa: E402
 from outside_race import Segment, Spec  # noqa: E402
 
@@ -94,9 +95,9 @@ class Stopping(unittest.TestCase):
         process = subprocess.Popen(["bash", "-c", "bash -c 'while :; do :; done' & while :; do :; done"])
         try:
             time.sleep(0.3)
-            self.assertGreaterEqual(len(outside_timing.tree(process.pid)), 2)
+            self.assertGreaterEqual(len(processes.tree(process.pid)), 2)
             outside_race.stop_tree(process.pid, time.monotonic() + 10)
-            states = {state for state, _ in outside_timing.tree(process.pid).values()}
+            states = {state for state, _ in processes.tree(process.pid).values()}
             self.assertEqual(states, {"T"})
             before = outside_timing.tree_cpu(process.pid)
             time.sleep(0.5)
@@ -119,9 +120,9 @@ class Stopping(unittest.TestCase):
         process = subprocess.Popen(sandbox.wrap(["/bin/sh", "-c", script]), cwd="/")
         try:
             time.sleep(1.0)
-            self.assertGreaterEqual(len(outside_timing.tree(process.pid)), 4)  # bwrap twice, the shell, the daemon
+            self.assertGreaterEqual(len(processes.tree(process.pid)), 4)  # its supervisor, bwrap twice, the shell, the daemon
             outside_race.stop_tree(process.pid, time.monotonic() + 10)
-            states = {state for state, _ in outside_timing.tree(process.pid).values()}
+            states = {state for state, _ in processes.tree(process.pid).values()}
             self.assertEqual(states, {"T"})
             before = outside_timing.tree_cpu(process.pid)
             time.sleep(0.5)
@@ -142,7 +143,7 @@ class Stopping(unittest.TestCase):
         try:
             process.stdout.readline()
             time.sleep(0.3)
-            self.assertIn("Z", {state for state, _ in outside_timing.tree(process.pid).values()})
+            self.assertIn("Z", {state for state, _ in processes.tree(process.pid).values()})
             outside_race.stop_tree(process.pid, time.monotonic() + 10)
             before = outside_timing.tree_cpu(process.pid)
             time.sleep(0.5)

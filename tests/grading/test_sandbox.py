@@ -7,12 +7,15 @@ It runs unprivileged (a root grader's command as nobody); the data folder is the
 symlink; .git, solutions/, the kept runs and the rest of the
 machine are out of reach; /proc/sys and /sys cannot be written; a write meant for the host (a canary beside this
 test's folder) never lands; nothing one sandbox writes is there for the next; no network; and its limits stop a
-fork bomb, a memory hog, a full /tmp and a build writing past its cap.
+fork bomb, a memory hog, a full /tmp and a build writing past its cap. Nothing in it outlives a stop, at any moment
+of its start: neither the driver's (SIGTERM to the group, SIGKILL 0.2 s later) nor the death of its grader.
 """
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -129,6 +132,57 @@ class Sandbox(unittest.TestCase):
             self.assertEqual(code, sandbox.WROTE_TOO_MUCH, output)
             self.assertNotIn("survived", output)
             self.assertIn("SPEEDLABS_SANDBOX_WRITE_MB", output)
+
+
+# A grader that starts one sandbox running MARK (a sleep of a length no other process has) and waits.
+GRADER = """
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+import sandbox
+subprocess.Popen(sandbox.wrap(["/bin/sh", "-c", "sleep " + sys.argv[2] + "; :"]))
+time.sleep(600)
+"""
+STOP_AFTER_S = (0.0, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)  # from the grader's start: every step of the start
+
+
+class NothingOutlivesAStop(unittest.TestCase):
+    """Stops a grader at each moment of its sandbox's start, then looks for anything of the sandbox left."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = sandbox.probe()
+        if why:
+            raise unittest.SkipTest(f"no sandbox can be made here: {why}")
+
+    def stopped(self, stop):
+        """The processes left 1 s after @p stop(grader) ended a grader at each of STOP_AFTER_S."""
+        left = []
+        for number, delay in enumerate(STOP_AFTER_S):
+            mark = f"{900 + number}.{os.getpid()}"
+            grader = subprocess.Popen([sys.executable, "-c", GRADER, str(ROOT / "grader"), mark], cwd=ROOT,
+                                      start_new_session=True)
+            time.sleep(delay)
+            stop(grader)
+            grader.wait()
+            time.sleep(1)
+            found = subprocess.run(["pgrep", "-f", f"sleep {mark}"], capture_output=True, text=True).stdout.split()
+            left += [f"after {delay} s: {pid}" for pid in found]
+            for pid in found:
+                os.kill(int(pid), signal.SIGKILL)
+        return left
+
+    def test_the_drivers_stop_ends_every_process(self):
+        def like_the_driver(grader):
+            os.killpg(grader.pid, signal.SIGTERM)
+            time.sleep(0.2)
+            try:
+                os.killpg(grader.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.assertEqual(self.stopped(like_the_driver), [])
+
+    def test_the_graders_death_ends_its_sandbox(self):
+        self.assertEqual(self.stopped(lambda grader: grader.kill()), [])
 
 
 if __name__ == "__main__":
