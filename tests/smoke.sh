@@ -6,7 +6,7 @@
 #
 # The lab runs once between the tour and the tests: where the tour (./lab run) already ran this program, unchanged
 # since, with these arguments (BUILD/runs/labNN.json and the labNN.run it wrote beside it), that run is this test's
-# run (its report copied to JSON, its exit code taken), and the test says so. SPEEDLABS_SMOKE_RUN_AGAIN=1 runs it.
+# run (its report copied to JSON, its exit code taken), and the test says so.
 set -u
 json=$1
 shift
@@ -16,7 +16,7 @@ runs="$(dirname "$(dirname "$program")")/runs"
 
 # The tour's run, when it is this run: same program (not rebuilt since), same arguments less --json.
 tour_run() {
-  [[ "${SPEEDLABS_SMOKE_RUN_AGAIN:-0}" != 1 && -f "$runs/$lab.json" && -f "$runs/$lab.run" ]] || return 1
+  [[ -f "$runs/$lab.json" && -f "$runs/$lab.run" ]] || return 1
   [[ "$runs/$lab.json" -nt "$program" ]] || return 1
   python3 - "$runs/$lab.run" "$runs/$lab.json" "$@" <<'PY'
 import json, sys

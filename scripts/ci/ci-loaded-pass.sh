@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's loaded pass: every lab's smoke run (ctest -L smoke) while a CPU hog spins on one core. A timed
+# CI's loaded pass: every lab's smoke run (as ctest -L smoke runs it) while a CPU hog spins on one core. A timed
 # observation may say it could not decide (the machine is busy, and it knows); what it decides may not contradict
 # the quiet kept run (docs/results: `holds` there, `fails` here, or the reverse), and a margin the hog cannot flip
 # (lab 01's vectorised_3x_faster) must decide `holds`. A kept run that could not decide contradicts nothing: its
@@ -14,14 +14,27 @@ hog=$!
 trap 'kill "$hog" 2>/dev/null || true' EXIT
 
 status=0
-# Each lab runs again here (not the tour's quiet run): the point is the hog beside it.
-SPEEDLABS_SMOKE_RUN_AGAIN=1 ctest --test-dir build -L smoke -j 1 --output-on-failure || status=$?
+# Each lab runs again here, as its smoke test runs it (--quick and its build/labs/*/labNN.smoke.args), into a
+# folder of its own: ./lab test's quiet reports (build/labs/*/labNN.smoke.json) stay what the reference
+# predictions are graded against (scripts/ci/check-grading.sh).
+loaded=build/loaded
+rm -rf "$loaded" && mkdir -p "$loaded"
+for args in build/labs/*/lab[0-9][0-9].smoke.args; do
+  lab=$(basename "$args" .smoke.args)
+  mapfile -t extra <"$args"
+  lab_start=$SECONDS
+  code=0
+  timeout 600 "build/bin/$lab" --quick --json "$loaded/$lab.json" "${extra[@]}" >"$loaded/$lab.log" 2>&1 || code=$?
+  echo "$lab beside the hog: exit $code in $((SECONDS - lab_start)) s"
+  # 0: every must-hold held; 5: none failed, one could not be decided (the hog is the point); else a failure
+  [[ $code == 0 || $code == 5 ]] || { tail -20 "$loaded/$lab.log" >&2; status=1; }
+done
 kill "$hog" 2>/dev/null || true
 
 python3 - <<'PY' || status=1
 import glob, json, os, sys
 failed, undecided, timed = [], 0, 0
-for path in sorted(glob.glob("build/labs/*/lab*.smoke.json")):
+for path in sorted(glob.glob("build/loaded/lab*.json")):
     report = json.load(open(path))
     kept_path = f'docs/results/lab{report["lab"][:2]}.json'
     kept = {o["id"]: o["verdict"] for o in json.load(open(kept_path))["observations"]} if os.path.exists(kept_path) else {}
