@@ -327,10 +327,10 @@ def write(number, topic):
         for path, text in files(number, topic).items():
             (ROOT / path).parent.mkdir(exist_ok=True)  # src/, inside a folder made above
             (ROOT / path).write_text(text, encoding="utf-8")
-        # The lesson, then the project's README, whose counts of exercises now include the new one.
-        for source in (ROOT / "labs" / folder / "README.md.in", ROOT / "README.md.in"):
-            if source.exists():
-                source.with_name("README.md").write_text(rendered(source), encoding="utf-8")
+        # The lesson only: the project's README (its labs table, its counts) is rendered once the lab has its row
+        # in labs/README.md, so that deleting the three folders leaves the tree as it was.
+        lesson = ROOT / "labs" / folder / "README.md.in"
+        lesson.with_name("README.md").write_text(rendered(lesson), encoding="utf-8")
     except BaseException as error:
         for top in made:
             shutil.rmtree(top, ignore_errors=True)
@@ -352,7 +352,8 @@ def main(argv):
     print(f"[lab] made lab {number}: " + ", ".join(p.relative_to(ROOT).as_posix() + "/" for p in made))
     print(f"[lab] next: cmake --build --preset default --target lab{number} test_lab{number} test_lab{number}_graded\n"
           f"      build/bin/lab{number} --quick && ctest --test-dir build -L lab{number}\n"
-          f"      then replace the placeholder exercise and lesson: docs/adding-a-lab.md")
+          f"      then replace the placeholder exercise and lesson, give the lab its row in labs/README.md and\n"
+          f"      ./lab docs --render (the README's table and counts): docs/adding-a-lab.md")
 
 
 if __name__ == "__main__":
