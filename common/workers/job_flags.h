@@ -41,7 +41,10 @@ auto& workers_flag(speedlabs::Knobs<Config>& knobs) {
 /// --batch: the global batch B of a job.
 template <class Config>
 auto& batch_flag(speedlabs::Knobs<Config>& knobs) {
-  return knobs.flag("--batch", "B, the global batch (a multiple of --workers)", &Config::batch)
+  return knobs
+      .flag("--batch",
+            "B, the global batch: shared by the data-parallel workers, or cut into the pipeline's micro-batches",
+            &Config::batch)
       .check(speedlabs::at_least(int64_t{1}));
 }
 

@@ -147,7 +147,7 @@ void record_mfu(const Outcome& o, speedlabs::Report& report) {
       "with its tokens/s",
       measured,
       "0 < MFU, and <= " + speedlabs::fixed(kBaselineMfuAtMost, 1) +
-          " for the baseline (it computes every model FLOP in float32: at most half the peak), reported",
+          " for the baseline (its small matmuls and memory-bound ops keep it at most half the peak), reported",
       sane, false);
 }
 
