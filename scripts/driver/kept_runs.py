@@ -4,6 +4,7 @@ them back (kept_report, kept_runs_by_machine, run_machine)."""
 import datetime
 import hashlib
 import json
+import math
 import os
 import pathlib
 import platform
@@ -306,7 +307,8 @@ def run_machine(report):
               if isinstance(o.get("evidence"), dict) and "others_cores" in o["evidence"].get("contention", {})]
     load = run.get("load_average_before")
     if others:
-        words += (f", {'busy' if max(others) >= 0.5 else 'quiet'} (other programs used at most {max(others):.2f} of a "
+        most = math.ceil(round(max(others) * 100, 6)) / 100  # rounded up: "at most" holds for the value printed
+        words += (f", {'busy' if max(others) >= 0.5 else 'quiet'} (other programs used at most {most:.2f} of a "
                   "core while it measured)")
     elif isinstance(load, (int, float)):
         words += f", {'busy' if load >= 0.5 * max(1, run['logical_cpus']) else 'quiet'} (load {load:.2f} when it started)"

@@ -8,7 +8,7 @@ import sys
 from kept_runs import ROOT, kept_report, lab_folder, run_machine
 sys.path.append(str(ROOT / "grader"))
 import exercise_table  # noqa: E402  (the graded exercises' tables, tests/labNN/points.tsv)
-from page_markdown import OBSERVE_HEADING, cell, outside_code, prose
+from page_markdown import OBSERVE_HEADING, cell, measurement_failed, outside_code, prose
 
 
 # {{run:NN:ID.FIELD...|FORMAT}}: a value of lab NN's kept run. ID is an observation id; FIELD is a path
@@ -138,6 +138,8 @@ def resolve(match):
         value, spec = value / SCALES[scale], spec[len(scale):]
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if keys == ["verdict"] and measurement_failed(observation):  # as the lab's table says it: no verdict
+        return "measurement failed"
     if keys and keys[-1] == "verdict" and isinstance(value, str):
         return {"holds": "holds", "fails": "fails", "not_applicable": "not applicable",
                 "inconclusive": "could not decide"}.get(value, value)

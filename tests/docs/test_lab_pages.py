@@ -434,6 +434,13 @@ class TheLedger(ScratchCopy):
         table = [line for line in page.splitlines() if line.startswith("| `hidden_share`")][-1]
         self.assertIn("| `hidden_share` | measurement failed |", table)  # a broken bound, not "could not decide"
 
+    def test_a_verdict_placeholder_says_measurement_failed_as_the_table_does(self):
+        readme = self.root / "labs" / "01_demo" / "README.md.in"
+        readme.write_text(readme.read_text(encoding="utf-8") + "\nIts row: {{run:01:hidden_share.verdict}}.\n",
+                          encoding="utf-8")
+        page = self.lab_pages("filter", str(readme)).stdout
+        self.assertIn("Its row: measurement failed.", page)
+
     def test_a_condition_that_did_not_occur_reads_not_exercised(self):
         row = {"claim": "a step whose gradients overflow is skipped",
                "checked_by": [{"lab": "01", "id": "overflow_skipped", "condition": "overflowed_steps"}]}
