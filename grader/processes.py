@@ -8,6 +8,7 @@ Standard library only.
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 
@@ -48,16 +49,28 @@ def tree(root):
     return {pid: stats[pid][1:] for pid in under if pid in stats}
 
 
-def kill_tree(root, spare_root=False):
-    """SIGKILLs @p root and every process under it, the deepest first: a process that left its session
-    (bwrap's --new-session) or lost its parent on the way is under it still, as long as it is under a
-    subreaper in it (grader/sandbox.py's supervisor). @p spare_root: the caller itself, which ends on its own."""
-    for pid in reversed(list(tree(root))):
-        if pid != root or not spare_root:
+def kill_tree(root, spare_root=False, within_s=2.0):
+    """SIGKILLs every process under @p root, again and again until none is left (a process may fork, or a parent
+    die and hand its child to the subreaper, between one look and the next), then @p root itself unless
+    @p spare_root (the caller, which ends on its own). @p root is killed last: while it lives, as the
+    subreaper of its tree (grader/sandbox.py's supervisor), a process that lost its parent or left its session
+    (bwrap's --new-session) is still under it, and found."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        alive = [pid for pid, (state, _) in tree(root).items() if pid != root and state not in "ZX"]
+        if not alive:
+            break
+        for pid in reversed(alive):  # the deepest first
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        time.sleep(0.001)
+    if not spare_root:
+        try:
+            os.kill(root, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def end(process):

@@ -8,7 +8,8 @@ symlink; .git, solutions/, the kept runs and the rest of the
 machine are out of reach; /proc/sys and /sys cannot be written; a write meant for the host (a canary beside this
 test's folder) never lands; nothing one sandbox writes is there for the next; no network; and its limits stop a
 fork bomb, a memory hog, a full /tmp and a build writing past its cap. Nothing in it outlives a stop, at any moment
-of its start: neither the driver's (SIGTERM to the group, SIGKILL 0.2 s later) nor the death of its grader.
+of its start: neither the driver's (SIGTERM to the group, SIGKILL 0.2 s later) nor the death of its grader; and
+processes.kill_tree finds a process forked, and orphaned to the subreaper, after its first look.
 """
 import os
 import signal
@@ -18,9 +19,11 @@ import tempfile
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]).resolve()
 sys.path.insert(0, str(ROOT / "grader"))
+import processes  # noqa: E402
 import sandbox  # noqa: E402
 
 
@@ -166,7 +169,9 @@ class NothingOutlivesAStop(unittest.TestCase):
             grader.wait()
             time.sleep(1)
             found = subprocess.run(["pgrep", "-f", f"sleep {mark}"], capture_output=True, text=True).stdout.split()
-            left += [f"after {delay} s: {pid}" for pid in found]
+            left += [f"after {delay} s: " + subprocess.run(["ps", "-o", "pid=,ppid=,pgid=,sid=,args=", "-p", pid],
+                                                           capture_output=True, text=True).stdout.strip()
+                     for pid in found]
             for pid in found:
                 os.kill(int(pid), signal.SIGKILL)
         return left
@@ -183,6 +188,52 @@ class NothingOutlivesAStop(unittest.TestCase):
 
     def test_the_graders_death_ends_its_sandbox(self):
         self.assertEqual(self.stopped(lambda grader: grader.kill()), [])
+
+
+# A subreaper (as the sandbox's supervisor is) with one child; the child, on SIGUSR1, forks a grandchild that leaves
+# its session (as bwrap's does) and says "forked".
+SUBREAPER = """
+import ctypes, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+time.sleep(600)
+"""
+FORKS_ON_USR1 = """
+import os, signal, sys, time
+def fork_away(*_):
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(600)
+    os.write(1, b"forked\\n")
+signal.signal(signal.SIGUSR1, fork_away)
+os.write(1, b"ready\\n")
+time.sleep(600)
+"""
+
+
+class KillTree(unittest.TestCase):
+    def test_a_process_forked_between_two_looks_is_killed_too(self):
+        mark = f"forks-on-usr1-{os.getpid()}"
+        root = subprocess.Popen([sys.executable, "-c", SUBREAPER, FORKS_ON_USR1, mark], stdout=subprocess.PIPE)
+        self.assertEqual(root.stdout.readline(), b"ready\n")
+        real_tree, looks = processes.tree, []
+
+        def fork_after_the_first_look(pid):  # the child forks once the first look has listed the tree
+            found = real_tree(pid)
+            if not looks:
+                os.kill(next(p for p in found if p != pid), signal.SIGUSR1)
+                self.assertEqual(root.stdout.readline(), b"forked\n")
+            looks.append(found)
+            return found
+
+        with mock.patch.object(processes, "tree", fork_after_the_first_look):
+            processes.kill_tree(root.pid)
+        root.wait()
+        time.sleep(0.5)
+        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()
+        for pid in left:
+            os.kill(int(pid), signal.SIGKILL)
+        self.assertEqual(left, [], "a process forked after the first look outlived kill_tree")
 
 
 if __name__ == "__main__":
