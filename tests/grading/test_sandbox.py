@@ -37,13 +37,17 @@ def inside(script, writable=(), **limits):
     return done.returncode, done.stdout + done.stderr
 
 
-class Sandbox(unittest.TestCase):
+class NeedsASandbox(unittest.TestCase):
+    """Skipped, saying why, where no sandbox can be made."""
+
     @classmethod
     def setUpClass(cls):
         why = sandbox.probe()
         if why:
             raise unittest.SkipTest(f"no sandbox can be made here: {why}")
 
+
+class Sandbox(NeedsASandbox):
     def test_runs_unprivileged(self):
         code, output = inside("id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status")
         self.assertEqual(code, 0, output)
@@ -148,14 +152,8 @@ time.sleep(600)
 STOP_AFTER_S = (0.0, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)  # from the grader's start: every step of the start
 
 
-class NothingOutlivesAStop(unittest.TestCase):
+class NothingOutlivesAStop(NeedsASandbox):
     """Stops a grader at each moment of its sandbox's start, then looks for anything of the sandbox left."""
-
-    @classmethod
-    def setUpClass(cls):
-        why = sandbox.probe()
-        if why:
-            raise unittest.SkipTest(f"no sandbox can be made here: {why}")
 
     def stopped(self, stop):
         """The processes left 1 s after @p stop(grader) ended a grader at each of STOP_AFTER_S."""
