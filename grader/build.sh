@@ -9,8 +9,9 @@ graded_build=build-student submission="" copies=""
 # The shared library comes first, and the reference build's `predictions` program (grade.py's). A
 # submission gets a fresh tree every grade: nothing an earlier submission's code wrote into it is read.
 prepare_graded_build() {
-  ensure_built default predictions >/dev/null  # grade.py's, from the reference build: no graded code runs there
-  if [[ -z "$submission" ]]; then ensure_built student speedlabs_common >/dev/null; return; fi
+  # grade.py's, from the reference build: no graded code runs there
+  ensure_built --log "$root/.cache/build-predictions.log" default predictions
+  if [[ -z "$submission" ]]; then ensure_built --log "$root/.cache/build-common.log" student speedlabs_common; return; fi
   bash scripts/driver/setup.sh
   export_torch_prefix
   mkdir -p "$root/.cache"
@@ -42,7 +43,8 @@ prepare_graded_build() {
   fi
   configure "$graded_build" "$root/.cache/configure-submission.log" \
     --preset student -B "$graded_build" -DSPEEDLABS_EXERCISES="$graded_build/exercises"
-  cmake --build "$graded_build" --target speedlabs_common >/dev/null
+  cmake --build "$graded_build" --target speedlabs_common >"$root/.cache/build-common.log" 2>&1 ||
+    { tail -n 40 "$root/.cache/build-common.log" >&2; fail "building the shared library failed (above; all of it in .cache/build-common.log)"; }
 }
 
 # prebuild_ours ID: builds, outside the sandbox and with ccache as usual, every object and library of lab ID's
