@@ -1,6 +1,9 @@
 #include "common/cli.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include <c10/util/Exception.h>
 
@@ -10,6 +13,7 @@
 #include <new>
 #include <regex>
 
+#include "common/contention.h"
 #include "common/device.h"
 #include "common/errors.h"
 #include "common/format.h"
@@ -46,6 +50,20 @@ CLI::Validator whole_seed() {
 
 namespace {
 
+// libtorch's OpenMP (libgomp) spins at every barrier unless OMP_WAIT_POLICY says otherwise, and reads the
+// variable only as it loads. On a quiet machine spinning catches the next op soonest (lab 05's tokens/s were
+// 1-13% lower with PASSIVE, three interleaved pairs); beside a busy core a spinning thread keeps its core while
+// its sibling waits a time slice for the other one, once per op (lab 13's quick run beside one busy core:
+// 510-539 s spinning, 97 s asleep; 2-vCPU Xeon VM). So a lab that starts on a busy machine (the suite's own
+// reading of busy, over 50 ms) sets PASSIVE, unless its user chose a policy, and starts again as itself: execv
+// keeps the process id, so a parent or a supervisor sees one process.
+void wait_asleep_when_busy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || !ContentionProbe().read().busy()) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);
+  unsetenv("OMP_WAIT_POLICY");  // execv failed (no /proc): the lab runs on, spinning, and says so in its JSON
+}
+
 int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExperiment& run) {
   const bool json_to_stdout = is_stream_path(flags.json_path);
   if (!flags.json_path.empty() && !json_to_stdout) require_writable(flags.json_path);
@@ -60,14 +78,19 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
   report.print_table(std::cout);
   const PredictionFile predictions = lab_predictions(info.folder);
   print_predictions(std::cout, predictions, report);
+  if (flags.json_path.empty()) return report.exit_code();
+  nlohmann::json written = report_with_predictions(report, predictions);
+  // How the run's OpenMP threads waited between ops (wait_asleep_when_busy): null when they spun, libgomp's default.
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  written["omp_wait_policy"] = wait_policy != nullptr ? nlohmann::json(wait_policy) : nlohmann::json();
   if (json_to_stdout) {
-    std::cout << report_with_predictions(report, predictions).dump(2) << "\n" << std::flush;
+    std::cout << written.dump(2) << "\n" << std::flush;
     // A full disk or a closed pipe behind standard output: the observations were asked for and not delivered.
     if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
       throw RuntimeFailure("could not write the observations to standard output (full, or closed)");
     }
-  } else if (!flags.json_path.empty()) {
-    write_file_atomically(flags.json_path, report_with_predictions(report, predictions).dump(2) + "\n");
+  } else {
+    write_file_atomically(flags.json_path, written.dump(2) + "\n");
     std::cout << "observations written to " << flags.json_path << "\n";
   }
   return report.exit_code();
@@ -97,6 +120,7 @@ bool is_host_allocation_failure(const std::string& what) {
 }
 
 int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run) {
+  wait_asleep_when_busy(argv);
   CLI::App app{"speedlabs lab " + info.folder + ": " + info.description};
   CommonFlags flags;
   app.add_option("--device", flags.device, "auto picks cuda, then mps, then cpu")

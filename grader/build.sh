@@ -1,7 +1,7 @@
 # The graded build and run of ./lab check and ./lab grade (sourced by ./lab after scripts/driver/common.sh;
 # docs/grading.md, "The grading path, for a maintainer"): the tree the student's code is built in, the objects
 # built outside the sandbox, each lab's build in a sandbox in a copy of the tree of its own, and the graded tests'
-# run. Needs the driver's in_own_group and ensure_built.
+# run. Needs the driver's in_own_group and scripts/driver/common.sh's ensure_built.
 # The tree the graded tests are built in: build-student (the labs/ exercise files), or, for ./lab grade
 # --submission DIR, build-submission, whose exercise files are DIR's (labs/'s stub where DIR has none).
 graded_build=build-student submission="" copies=""

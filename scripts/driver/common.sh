@@ -48,3 +48,35 @@ configure() {
   rm -f -- "$dir/CMakeCache.txt"
   fail "cmake configure failed (log above); removed $dir/CMakeCache.txt so that the next try starts afresh"
 }
+
+# preset -> build folder (kept in step with CMakePresets.json)
+build_dir_of() { case "$1" in default) echo build ;; student) echo build-student ;; *) echo "build-$1" ;; esac; }
+
+# ensure_built [--log FILE] PRESET [TARGET...]: set up, configure once, build the targets (all when none are
+# named). With --log, the build's output goes to FILE and its last lines are shown only when it fails.
+ensure_built() {
+  local log="" preset dir
+  [[ "${1:-}" != --log ]] || { log="$2"; shift 2; }
+  preset="${1:-default}"
+  shift || true
+  dir="$(build_dir_of "$preset")"
+  bash scripts/driver/setup.sh
+  export_torch_prefix
+  mkdir -p "$root/.cache"  # the logs' folder (a fresh clone with its own libtorch has none yet)
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    say "configuring ($preset preset)"
+    configure "$dir" "$root/.cache/configure-$preset.log" --preset "$preset"
+  fi
+  # One line first: what will be built and about how long it takes here (from the last build's times).
+  # The line is advice: a missing or failing estimate never stops the build.
+  local plan=""
+  plan="$(python3 scripts/driver/build_estimate.py "$dir" "$@" 2>/dev/null)" || plan=""
+  [[ -z "$plan" ]] || say "$plan"
+  local build=(cmake --build --preset "$preset")
+  (($# == 0)) || build+=(--target "$@")
+  if [[ -z "$log" ]]; then
+    "${build[@]}" || fail "the build failed (errors above)"
+  else
+    "${build[@]}" >"$log" 2>&1 || { tail -n 40 -- "$log" >&2; fail "the build failed (its last lines above; all of it in $log)"; }
+  fi
+}
