@@ -8,10 +8,12 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <new>
 #include <regex>
+#include <vector>
 
 #include "common/contention.h"
 #include "common/device.h"
@@ -57,11 +59,24 @@ namespace {
 // 510-539 s spinning, 97 s asleep; 2-vCPU Xeon VM). So a lab that starts on a busy machine (the suite's own
 // reading of busy, over 50 ms) sets PASSIVE, unless its user chose a policy, and starts again as itself: execv
 // keeps the process id, so a parent or a supervisor sees one process.
-void wait_asleep_when_busy(char** argv) {
+void wait_asleep_when_busy(int argc, char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || !ContentionProbe().read().busy()) return;
+  std::vector<char*> again(argv, argv + argc);
+  again.push_back(nullptr);  // execv's list ends with a null pointer
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  execv("/proc/self/exe", argv);
-  unsetenv("OMP_WAIT_POLICY");  // execv failed (no /proc): the lab runs on, spinning, and says so in its JSON
+  execv("/proc/self/exe", again.data());
+  unsetenv("OMP_WAIT_POLICY");  // execv failed: the lab runs on, spinning, and its JSON says so
+}
+
+// The OpenMP wait policy this process started with (its environment as execve gave it, which a later setenv does
+// not change, as libgomp's reading does not), or null.
+nlohmann::json started_wait_policy() {
+  std::ifstream environ("/proc/self/environ", std::ios::binary);
+  const std::string prefix = "OMP_WAIT_POLICY=";
+  for (std::string entry; std::getline(environ, entry, '\0');) {
+    if (entry.rfind(prefix, 0) == 0) return entry.substr(prefix.size());
+  }
+  return nullptr;
 }
 
 int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExperiment& run) {
@@ -81,8 +96,7 @@ int run_and_report(const LabInfo& info, const CommonFlags& flags, const RunExper
   if (flags.json_path.empty()) return report.exit_code();
   nlohmann::json written = report_with_predictions(report, predictions);
   // How the run's OpenMP threads waited between ops (wait_asleep_when_busy): null when they spun, libgomp's default.
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  written["omp_wait_policy"] = wait_policy != nullptr ? nlohmann::json(wait_policy) : nlohmann::json();
+  written["omp_wait_policy"] = started_wait_policy();
   if (json_to_stdout) {
     std::cout << written.dump(2) << "\n" << std::flush;
     // A full disk or a closed pipe behind standard output: the observations were asked for and not delivered.
@@ -120,7 +134,7 @@ bool is_host_allocation_failure(const std::string& what) {
 }
 
 int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run) {
-  wait_asleep_when_busy(argv);
+  wait_asleep_when_busy(argc, argv);
   CLI::App app{"speedlabs lab " + info.folder + ": " + info.description};
   CommonFlags flags;
   app.add_option("--device", flags.device, "auto picks cuda, then mps, then cpu")

@@ -60,7 +60,7 @@ ensure_built() {
   preset="${1:-default}"
   shift || true
   dir="$(build_dir_of "$preset")"
-  bash scripts/driver/setup.sh
+  if [[ -z "$log" ]]; then bash scripts/driver/setup.sh; else mkdir -p "$(dirname -- "$log")" && bash scripts/driver/setup.sh >"$log"; fi
   export_torch_prefix
   mkdir -p "$root/.cache"  # the logs' folder (a fresh clone with its own libtorch has none yet)
   if [[ ! -f "$dir/build.ninja" ]]; then
@@ -77,6 +77,6 @@ ensure_built() {
   if [[ -z "$log" ]]; then
     "${build[@]}" || fail "the build failed (errors above)"
   else
-    "${build[@]}" >"$log" 2>&1 || { tail -n 40 -- "$log" >&2; fail "the build failed (its last lines above; all of it in $log)"; }
+    "${build[@]}" >>"$log" 2>&1 || { tail -n 40 -- "$log" >&2; fail "the build failed (its last lines above; all of it in $log)"; }
   fi
 }

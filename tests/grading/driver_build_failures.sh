@@ -2,7 +2,8 @@
 # tests/grading/driver_build_failures.sh ROOT: ./lab on a scratch checkout whose cmake fails (a stand-in on PATH).
 # A failed configure exits 3 and removes the half-made build folder's CMakeCache.txt (else the cached
 # Torch_DIR-NOTFOUND outlives its cause); a failed build of `./lab run 05 --mine` exits 3, not the verdict's 1;
-# a failed build that ./lab check keeps in a log (the shared library's) shows the compiler's error and exits 3.
+# a failed build that ./lab check keeps in a log (the reference's predictions program) shows the compiler's error
+# and exits 3.
 set -euo pipefail
 source_root="$1"
 scratch="$(mktemp -d)"
