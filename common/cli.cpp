@@ -134,7 +134,6 @@ bool is_host_allocation_failure(const std::string& what) {
 }
 
 int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flags, const RunExperiment& run) {
-  wait_asleep_when_busy(argc, argv);
   CLI::App app{"speedlabs lab " + info.folder + ": " + info.description};
   CommonFlags flags;
   app.add_option("--device", flags.device, "auto picks cuda, then mps, then cpu")
@@ -162,6 +161,7 @@ int run_lab(int argc, char** argv, const LabInfo& info, const AddFlags& add_flag
     const int code = app.exit(e);  // prints --help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;
   }
+  wait_asleep_when_busy(argc, argv);  // after the flags: --help and a usage error answer at once
 
   const std::string me = "lab" + info.number;
   exit_on_stop_signals();
